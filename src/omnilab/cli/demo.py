@@ -1,0 +1,16 @@
+"""``omnilab demo``: the main job on embedded defaults (for now: a media-environment tour)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["demo"]
+
+
+def demo(
+    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for the sample media and outputs."),
+) -> None:
+    """Make a short sample video and show probe, frames, audio and a contact sheet."""
+    raise NotImplementedError  # being written in this session

@@ -1,0 +1,51 @@
+"""Entry point of the ``omnilab`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from omnilab import __version__
+from omnilab.cli import demo, media
+from omnilab.errors import OmnilabError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="omnilab",
+    help="Omni-modal agents: media environment, models, tools, agents and evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(media.app, name="media")
+app.command("demo")(demo.demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"omnilab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Omni-modal agents: media environment, models, tools, agents and evaluation."""
+
+
+def main() -> None:
+    """Run the CLI; user errors print one line on stderr and exit with status 1."""
+    try:
+        app()
+    except OmnilabError as e:
+        Console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        Console(stderr=True).print("interrupted")
+        sys.exit(130)

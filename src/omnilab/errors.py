@@ -1,0 +1,9 @@
+"""The base of every error a user (or a model) can cause; the CLI prints these as one line."""
+
+from __future__ import annotations
+
+__all__ = ["OmnilabError"]
+
+
+class OmnilabError(Exception):
+    """An error with a one-line, actionable message; never a programming error."""

@@ -1,0 +1,91 @@
+"""Opening files safely: every failure of the filesystem or FFmpeg becomes a :class:`MediaError`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import av
+import av.container
+
+from omnilab.media.errors import MediaError, MediaErrorCode
+
+__all__ = ["check_file", "looks_like_text", "open_input"]
+
+
+def check_file(path: str | Path) -> Path:
+    """Resolve ``path`` and reject what cannot be a media file before any decoder sees it."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise MediaError(MediaErrorCode.NOT_FOUND, f"{p} does not exist", path=p)
+    if p.is_dir():
+        raise MediaError(
+            MediaErrorCode.UNSUPPORTED, f"{p} is a directory, not a media file", path=p
+        )
+    if not p.is_file():
+        raise MediaError(MediaErrorCode.UNSUPPORTED, f"{p} is not a regular file", path=p)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise MediaError(MediaErrorCode.NOT_FOUND, f"{p} cannot be read: {e.strerror}", path=p) from e
+    if size == 0:
+        raise MediaError(MediaErrorCode.CORRUPT, f"{p.name} is empty (0 bytes)", path=p)
+    return p
+
+
+def looks_like_text(path: Path) -> bool:
+    """True when the file starts like text (so a failed open means 'wrong kind', not 'damaged')."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    if not head or b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # A multi-byte character cut by the 1 KiB window is still text.
+        return e.start >= len(head) - 4
+    return True
+
+
+def _reason(err: BaseException) -> str:
+    # FFmpeg errors put the file path after the reason; the reason alone is what helps.
+    strerror = getattr(err, "strerror", None)
+    return str(strerror) if strerror else (str(err) or type(err).__name__)
+
+
+def _open_failure(path: Path, err: Exception) -> MediaError:
+    if looks_like_text(path):
+        return MediaError(
+            MediaErrorCode.UNSUPPORTED,
+            f"{path.name} is a text file, not audio, video or an image",
+            path=path,
+        )
+    reason = _reason(err)
+    return MediaError(
+        MediaErrorCode.CORRUPT,
+        f"{path.name} cannot be decoded (damaged or not a media file: {reason})",
+        path=path,
+    )
+
+
+@contextmanager
+def open_input(path: Path) -> Iterator[av.container.InputContainer]:
+    """Open ``path`` for demuxing; errors while opening *or inside the block* become MediaError."""
+    try:
+        container = av.open(str(path), mode="r", metadata_errors="ignore")
+    except (av.FFmpegError, UnicodeDecodeError, ValueError) as e:
+        raise _open_failure(path, e) from e
+    try:
+        yield container
+    except (av.FFmpegError, EOFError) as e:
+        raise MediaError(
+            MediaErrorCode.CORRUPT,
+            f"{path.name} is damaged: decoding failed ({_reason(e)})",
+            path=path,
+        ) from e
+    finally:
+        container.close()

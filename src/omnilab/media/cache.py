@@ -1,0 +1,162 @@
+"""A content-addressed, size-bounded file cache shared by concurrent processes.
+
+Keys hash the *content identity* of the source (size plus its first and last MiB, so a copy or a
+rename hits and an edit misses), the operation name and its parameters. Entries are written to a
+temporary file in the cache folder and renamed into place, so a reader never sees a partial file
+and two processes producing the same entry both end with one complete copy. Least recently used
+entries (hits refresh the modification time) are evicted under a cross-process lock once the
+total size passes the bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from filelock import FileLock
+
+from omnilab.config import get_settings
+
+__all__ = ["MediaCache", "file_identity"]
+
+_EDGE_BYTES = 1 << 20
+# Entries used this recently are never evicted, so a path just handed to a caller stays readable.
+_GRACE_SECONDS = 30.0
+# Temporary files older than this belong to a crashed writer and are removed during eviction.
+_STALE_TMP_SECONDS = 3600.0
+_TMP_MARK = ".tmp-"
+
+
+def file_identity(path: Path) -> str:
+    """A hash that changes when the file's content does (size, head and tail)."""
+    st = path.stat()
+    return _identity(path.resolve(), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _identity(path: Path, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256(str(size).encode())
+    with path.open("rb") as f:
+        h.update(f.read(_EDGE_BYTES))
+        if size > 2 * _EDGE_BYTES:
+            f.seek(-_EDGE_BYTES, os.SEEK_END)
+            h.update(f.read(_EDGE_BYTES))
+        elif size > _EDGE_BYTES:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    size: int
+    mtime: float
+
+
+class MediaCache:
+    """Files produced by media operations, keyed by source content, operation and parameters."""
+
+    def __init__(self, root: Path, *, max_bytes: int) -> None:
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+
+    @classmethod
+    def default(cls) -> MediaCache:
+        """The cache configured in settings (``cache_dir``/media, ``media.cache_max_bytes``)."""
+        s = get_settings()
+        return cls(s.cache_dir / "media", max_bytes=s.media.cache_max_bytes)
+
+    def key(self, source: Path, op: str, params: Mapping[str, object]) -> str:
+        """The entry key for ``op(source, **params)``."""
+        canon = json.dumps(
+            {"src": file_identity(source), "op": op, "params": params},
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(canon.encode()).hexdigest()
+
+    def path_for(self, key: str, suffix: str) -> Path:
+        return self.root / key[:2] / f"{key}{suffix}"
+
+    def get(self, key: str, suffix: str) -> Path | None:
+        """The cached file for ``key``, refreshed as recently used, or None."""
+        path = self.path_for(key, suffix)
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            return None
+        return path
+
+    def get_or_create(self, key: str, suffix: str, produce: Callable[[Path], None]) -> Path:
+        """Return the entry, calling ``produce(tmp_path)`` to write it when missing.
+
+        If ``produce`` raises, nothing is left behind and the error propagates.
+        """
+        hit = self.get(key, suffix)
+        if hit is not None:
+            return hit
+        final = self.path_for(key, suffix)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        # The suffix stays last so encoders that pick a format from the name still can.
+        tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
+        try:
+            produce(tmp)
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.evict()
+        return final
+
+    def size(self) -> int:
+        """Total bytes of complete entries."""
+        return sum(e.size for e in self._entries())
+
+    def evict(self) -> None:
+        """Remove least recently used entries until the cache is within its bound."""
+        if not self.root.exists():
+            return
+        with FileLock(str(self.root / ".lock"), timeout=60):
+            entries = list(self._entries(collect_stale=True))
+            total = sum(e.size for e in entries)
+            if total <= self.max_bytes:
+                return
+            now = time.time()
+            for entry in sorted(entries, key=lambda e: e.mtime):
+                if total <= self.max_bytes:
+                    break
+                if now - entry.mtime < _GRACE_SECONDS:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    entry.path.unlink()
+                    total -= entry.size
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        for entry in self._entries():
+            entry.path.unlink(missing_ok=True)
+
+    def _entries(self, *, collect_stale: bool = False) -> Iterator[_Entry]:
+        if not self.root.exists():
+            return
+        now = time.time()
+        for sub in self.root.iterdir():
+            if not sub.is_dir():
+                continue
+            for f in sub.iterdir():
+                try:
+                    st = f.stat()
+                except FileNotFoundError:
+                    continue  # evicted or renamed by another process meanwhile
+                if _TMP_MARK in f.name:
+                    if collect_stale and now - st.st_mtime > _STALE_TMP_SECONDS:
+                        f.unlink(missing_ok=True)
+                    continue
+                yield _Entry(f, st.st_size, st.st_mtime)

@@ -1,0 +1,216 @@
+"""``probe``: what a media file is, detected by content, not by extension."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+
+import av
+import av.container
+from PIL import Image, UnidentifiedImageError
+from pydantic import BaseModel, ConfigDict
+
+from omnilab.media._open import check_file, open_input
+from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
+
+__all__ = ["MediaInfo", "MediaKind", "probe"]
+
+# Keyframe-interval estimation demuxes (never decodes) at most this many video packets.
+_GOP_SCAN_PACKETS = 1500
+# EXIF orientations 5-8 turn the image by 90 degrees, which swaps width and height.
+_EXIF_SWAPS_AXES = {5, 6, 7, 8}
+
+
+class MediaKind(StrEnum):
+    VIDEO = "video"
+    AUDIO = "audio"
+    IMAGE = "image"
+
+
+class MediaInfo(BaseModel):
+    """Probed metadata. Times are seconds from the start of the media (0 = first sample)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    kind: MediaKind
+    container: str
+    size_bytes: int
+    duration: float | None = None
+    start_time: float = 0.0
+    """Presentation time of the first packet in the file's own clock (subtracted from all times)."""
+    has_video: bool = False
+    has_audio: bool = False
+    width: int | None = None
+    """Display width: rotation (video) and EXIF orientation (image) already applied."""
+    height: int | None = None
+    rotation: int = 0
+    """Degrees the decoded picture is turned to display it (multiple of 90)."""
+    fps: float | None = None
+    frame_count: int | None = None
+    video_codec: str | None = None
+    keyframe_interval: float | None = None
+    """Mean seconds between keyframes seen in the first packets; ``None`` if fewer than two."""
+    sample_rate: int | None = None
+    channels: int | None = None
+    audio_codec: str | None = None
+
+    def summary(self) -> str:
+        """One line a person or a model can read."""
+        parts = [f"{self.path.name}: {self.kind.value} ({self.container})"]
+        if self.width and self.height:
+            parts.append(f"{self.width}x{self.height}")
+        if self.duration is not None:
+            parts.append(f"duration {fmt_s(self.duration)}")
+        if self.fps:
+            parts.append(f"{self.fps:g} fps")
+        if self.kind is MediaKind.VIDEO:
+            parts.append("with audio" if self.has_audio else "no audio")
+        if self.has_audio and self.sample_rate:
+            parts.append(f"{self.sample_rate} Hz x{self.channels}")
+        return ", ".join(parts)
+
+
+def probe(path: str | Path) -> MediaInfo:
+    """Inspect ``path``; raises :class:`MediaError` for anything that is not readable media."""
+    p = check_file(path).resolve()
+    st = p.stat()
+    return _probe_cached(p, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=512)
+def _probe_cached(path: Path, size: int, mtime_ns: int) -> MediaInfo:
+    # size and mtime_ns are part of the cache key: a rewritten file is probed again.
+    image = _probe_image(path, size)
+    if image is not None:
+        return image
+    return _probe_av(path, size)
+
+
+def _probe_image(path: Path, size: int) -> MediaInfo | None:
+    try:
+        with Image.open(path) as im:
+            fmt = (im.format or "image").lower()
+            if getattr(im, "n_frames", 1) > 1 and fmt == "gif":
+                return None  # animated GIFs are videos to FFmpeg; let it handle them
+            width, height = im.size
+            orientation = int(im.getexif().get(0x0112, 1))
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
+    if orientation in _EXIF_SWAPS_AXES:
+        width, height = height, width
+    return MediaInfo(
+        path=path, kind=MediaKind.IMAGE, container=fmt, size_bytes=size, width=width, height=height
+    )
+
+
+def _probe_av(path: Path, size: int) -> MediaInfo:
+    with open_input(path) as c:
+        vstreams = [s for s in c.streams.video if not _is_cover_art(s)]
+        astreams = list(c.streams.audio)
+        if not vstreams and not astreams:
+            raise MediaError(
+                MediaErrorCode.UNSUPPORTED,
+                f"{path.name} has no audio or video stream",
+                path=path,
+            )
+        start = _start_time(c)
+        duration = _duration(c, start)
+        info: dict[str, object] = {
+            "path": path,
+            "kind": MediaKind.VIDEO if vstreams else MediaKind.AUDIO,
+            "container": _container_name(c.format.name, path),
+            "size_bytes": size,
+            "duration": duration,
+            "start_time": start,
+            "has_video": bool(vstreams),
+            "has_audio": bool(astreams),
+        }
+        if astreams:
+            a = astreams[0]
+            info.update(
+                sample_rate=a.codec_context.sample_rate or None,
+                channels=a.codec_context.channels or None,
+                audio_codec=a.codec_context.name,
+            )
+        if vstreams:
+            info.update(_video_fields(c, vstreams[0], duration))
+    return MediaInfo.model_validate(info)
+
+
+def _container_name(format_names: str, path: Path) -> str:
+    # FFmpeg names a family ("mov,mp4,m4a,..."): the extension picks the member, the content the family.
+    names = format_names.split(",")
+    ext = path.suffix.lower().lstrip(".")
+    return ext if ext in names else names[0]
+
+
+def _is_cover_art(stream: av.video.stream.VideoStream) -> bool:
+    return bool(stream.disposition & av.stream.Disposition.attached_pic)
+
+
+def _start_time(c: av.container.InputContainer) -> float:
+    if c.start_time is not None:
+        return max(0.0, c.start_time / av.time_base)
+    return 0.0
+
+
+def _duration(c: av.container.InputContainer, start: float) -> float | None:
+    if c.duration is not None and c.duration > 0:
+        return c.duration / av.time_base
+    # Some muxers (raw streams, some WebM) leave the header blank: demux packets to find the end.
+    end = 0.0
+    for packet in c.demux():
+        if packet.pts is None or packet.time_base is None:
+            continue
+        t = float((packet.pts + (packet.duration or 0)) * packet.time_base)
+        end = max(end, t)
+    c.seek(0)
+    return end - start if end > 0 else None
+
+
+def _video_fields(
+    c: av.container.InputContainer, vs: av.video.stream.VideoStream, duration: float | None
+) -> dict[str, object]:
+    rate = vs.average_rate or vs.guessed_rate or vs.base_rate
+    fps = float(rate) if rate else None
+    frame_count = vs.frames or (round(duration * fps) if duration and fps else None)
+    width, height = vs.codec_context.width, vs.codec_context.height
+    rotation = 0
+    # The display matrix is carried on decoded frames; decoding one also proves the stream is sound.
+    for frame in c.decode(vs):
+        rotation = int(frame.rotation) % 360
+        width, height = frame.width, frame.height
+        break
+    else:
+        raise MediaError(
+            MediaErrorCode.CORRUPT,
+            f"{c.name.rsplit('/', 1)[-1]} has a video stream but no decodable frame",
+        )
+    if rotation in (90, 270):
+        width, height = height, width
+    c.seek(0)
+    return {
+        "width": width,
+        "height": height,
+        "rotation": rotation,
+        "fps": fps,
+        "frame_count": frame_count,
+        "video_codec": vs.codec_context.name,
+        "keyframe_interval": _keyframe_interval(c, vs),
+    }
+
+
+def _keyframe_interval(c: av.container.InputContainer, vs: av.video.stream.VideoStream) -> float | None:
+    times: list[float] = []
+    for n, packet in enumerate(c.demux(vs)):
+        if n >= _GOP_SCAN_PACKETS:
+            break
+        if packet.is_keyframe and packet.pts is not None and packet.time_base is not None:
+            times.append(float(packet.pts * packet.time_base))
+    c.seek(0)
+    if len(times) < 2:
+        return None
+    times.sort()
+    return (times[-1] - times[0]) / (len(times) - 1)
