@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,7 +11,9 @@ __all__ = ["demo"]
 
 
 def demo(
-    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for the sample media and outputs."),
+    out: Path = typer.Option(
+        Path("demo-out"), "--out", help="Folder for the sample media and outputs."
+    ),
 ) -> None:
     """Make a short sample video and show probe, frames, audio and a contact sheet."""
     raise NotImplementedError  # being written in this session

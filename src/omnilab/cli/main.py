@@ -7,6 +7,8 @@ import sys
 import typer
 from rich.console import Console
 
+from typing import Annotated
+
 from omnilab import __version__
 from omnilab.cli import demo, media
 from omnilab.errors import OmnilabError
@@ -32,9 +34,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Omni-modal agents: media environment, models, tools, agents and evaluation."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -12,13 +13,16 @@ from omnilab.media import probe as probe_file
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Inspect and cut media files (probe, frames, audio, clips, crops, sheets).", no_args_is_help=True)
+app = typer.Typer(
+    help="Inspect and cut media files (probe, frames, audio, clips, crops, sheets).",
+    no_args_is_help=True,
+)
 
 
 @app.command("probe")
 def probe(
-    file: Path = typer.Argument(..., help="A video, audio or image file."),
-    json_out: bool = typer.Option(False, "--json", help="Print the metadata as JSON."),
+    file: Annotated[Path, typer.Argument(help="A video, audio or image file.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the metadata as JSON.")] = False,
 ) -> None:
     """Show what FILE is: kind, container, duration, streams, size and codecs."""
     info = probe_file(file)

@@ -28,7 +28,9 @@ def check_file(path: str | Path) -> Path:
     try:
         size = p.stat().st_size
     except OSError as e:
-        raise MediaError(MediaErrorCode.NOT_FOUND, f"{p} cannot be read: {e.strerror}", path=p) from e
+        raise MediaError(
+            MediaErrorCode.NOT_FOUND, f"{p} cannot be read: {e.strerror}", path=p
+        ) from e
     if size == 0:
         raise MediaError(MediaErrorCode.CORRUPT, f"{p.name} is empty (0 bytes)", path=p)
     return p

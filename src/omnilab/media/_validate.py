@@ -7,7 +7,14 @@ import math
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, MediaKind
 
-__all__ = ["check_count", "check_time", "check_time_range", "end_tolerance", "require_audio", "require_video"]
+__all__ = [
+    "check_count",
+    "check_time",
+    "check_time_range",
+    "end_tolerance",
+    "require_audio",
+    "require_video",
+]
 
 
 def end_tolerance(info: MediaInfo) -> float:
@@ -34,7 +41,11 @@ def check_time(info: MediaInfo, t: float, *, name: str = "t") -> float:
     """Validate one timestamp; returns it clamped to ``[0, duration]``."""
     duration = _duration(info)
     if not math.isfinite(t):
-        raise MediaError(MediaErrorCode.INVALID_RANGE, f"{name} must be a finite number of seconds (got {t})", path=info.path)
+        raise MediaError(
+            MediaErrorCode.INVALID_RANGE,
+            f"{name} must be a finite number of seconds (got {t})",
+            path=info.path,
+        )
     if t < 0:
         raise MediaError(
             MediaErrorCode.TS_OOB,

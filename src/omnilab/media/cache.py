@@ -109,7 +109,7 @@ class MediaCache:
         tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
         try:
             produce(tmp)
-            os.replace(tmp, final)
+            tmp.replace(final)
         finally:
             tmp.unlink(missing_ok=True)
         self.evict()

@@ -151,9 +151,9 @@ def _is_cover_art(stream: av.video.stream.VideoStream) -> bool:
 
 
 def _start_time(c: av.container.InputContainer) -> float:
-    if c.start_time is not None:
-        return max(0.0, c.start_time / av.time_base)
-    return 0.0
+    # PyAV types start_time as int, but it is None when the container does not know it.
+    start: int | None = c.start_time
+    return max(0.0, start / av.time_base) if start else 0.0
 
 
 def _duration(c: av.container.InputContainer, start: float) -> float | None:
@@ -202,7 +202,9 @@ def _video_fields(
     }
 
 
-def _keyframe_interval(c: av.container.InputContainer, vs: av.video.stream.VideoStream) -> float | None:
+def _keyframe_interval(
+    c: av.container.InputContainer, vs: av.video.stream.VideoStream
+) -> float | None:
     times: list[float] = []
     for n, packet in enumerate(c.demux(vs)):
         if n >= _GOP_SCAN_PACKETS:

@@ -51,7 +51,9 @@ def tone_freq(second: int) -> float:
     return 400.0 + 100.0 * (second % 16)
 
 
-def index_pattern(index: int, width: int, height: int, *, text: str | None = None) -> NDArray[np.uint8]:
+def index_pattern(
+    index: int, width: int, height: int, *, text: str | None = None
+) -> NDArray[np.uint8]:
     """An RGB frame showing ``index`` as :data:`INDEX_BITS` blocks across the top third."""
     frame = np.empty((height, width, 3), dtype=np.uint8)
     # A slowly changing background makes consecutive frames differ like real footage does.
@@ -107,7 +109,9 @@ def _add_audio_stream(
     container: av.container.OutputContainer, codec: str, sample_rate: int, channels: int
 ) -> av.audio.stream.AudioStream:
     rate = _OPUS_RATE if codec == "libopus" else sample_rate
-    return container.add_stream(codec, rate=rate, layout="mono" if channels == 1 else "stereo")
+    stream = container.add_stream(codec, rate=rate, layout="mono" if channels == 1 else "stereo")
+    assert isinstance(stream, av.audio.stream.AudioStream)
+    return stream
 
 
 def _mux_audio(
@@ -167,6 +171,7 @@ def make_video(
     with av.open(str(out), mode="w") as container:
         vcodec = _VIDEO_CODECS.get(ext, "libx264")
         vs = container.add_stream(vcodec, rate=fps)
+        assert isinstance(vs, av.video.stream.VideoStream)
         vs.width, vs.height, vs.pix_fmt = width, height, "yuv420p"
         vs.codec_context.gop_size = max(1, round(gop_seconds * fps))
         if vcodec == "libx264":
@@ -188,7 +193,9 @@ def make_video(
             for packet in vs.encode(frame):
                 container.mux(packet)
             if astream is not None:
-                _mux_audio(container, astream, duration, channels, freq, until=(i + 1) / fps, state=state)
+                _mux_audio(
+                    container, astream, duration, channels, freq, until=(i + 1) / fps, state=state
+                )
         for packet in vs.encode(None):
             container.mux(packet)
         if astream is not None:
@@ -221,7 +228,7 @@ def make_image(
     text: str | None = None,
     index: int = 0,
 ) -> Path:
-    """Write an image showing ``index`` like a video frame; optionally tagged with an EXIF orientation.
+    """Write an image showing ``index`` like a video frame, optionally with an EXIF orientation.
 
     The pixels are stored as given; a viewer that honours the tag shows them turned.
     """
@@ -230,8 +237,5 @@ def make_image(
     exif = Image.Exif()
     if exif_orientation is not None:
         exif[0x0112] = exif_orientation
-    kwargs: dict[str, object] = {"exif": exif} if exif_orientation is not None else {}
-    if out.suffix.lower() in (".jpg", ".jpeg", ".webp"):
-        kwargs["quality"] = 95
-    image.save(out, **kwargs)
+    image.save(out, exif=exif, quality=95)
     return out
