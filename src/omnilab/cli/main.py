@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
-
-from typing import Annotated
 
 from omnilab import __version__
 from omnilab.cli import demo, media
