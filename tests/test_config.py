@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from omnilab.config import Settings, get_settings
+from omnilab.config import ConfigError, Settings, get_settings
+from omnilab.media import synth
 
 
 def _write_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
@@ -74,3 +75,42 @@ def test_import_has_no_side_effects(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_invalid_setting_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMNILAB_MEDIA__MAX_FRAMES", "zero")
+    with pytest.raises(ConfigError) as info:
+        get_settings()
+    message = str(info.value)
+    assert "\n" not in message
+    assert "media.max_frames" in message and "OMNILAB_MEDIA__MAX_FRAMES" in message
+
+
+def test_malformed_toml_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_config(tmp_path, monkeypatch, "[media\nmax_frames = 3\n")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        get_settings()
+
+
+def test_cli_reports_bad_setting_in_one_line(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMNILAB_MEDIA__MAX_FRAMES": "-3"}
+    video = synth.make_video(tmp_path / "x.mp4", duration=1.0, audio=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "omnilab",
+            "media",
+            "sheet",
+            str(video),
+            "--out",
+            str(tmp_path / "s.jpg"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "OMNILAB_MEDIA__MAX_FRAMES" in proc.stderr

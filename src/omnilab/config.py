@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,7 +21,24 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["MediaSettings", "Settings", "config_file", "get_settings"]
+from omnilab.errors import OmnilabError
+
+__all__ = [
+    "BenchSettings",
+    "ConfigError",
+    "MediaSettings",
+    "ModelSettings",
+    "PerceptionSettings",
+    "SandboxLimits",
+    "SandboxSettings",
+    "Settings",
+    "config_file",
+    "get_settings",
+]
+
+
+class ConfigError(OmnilabError):
+    """A setting in the environment or the config file has an invalid value."""
 
 
 def _default_cache_dir() -> Path:
@@ -49,6 +67,168 @@ class MediaSettings(BaseModel):
     """Size bound of the media cache; least recently used entries are evicted past it."""
 
 
+class PerceptionSettings(BaseModel):
+    """Backends and thresholds of the perception operators (ASR, VAD, OCR, shots, digest)."""
+
+    asr_backend: str = "pocketsphinx"
+    """ASR backend by name: ``pocketsphinx`` (embedded, English), ``whisper`` or ``openai``."""
+
+    language: str | None = None
+    """Spoken language hint (ISO 639-1, e.g. ``en``); ``None`` lets the backend decide."""
+
+    asr_chunk_seconds: float = Field(default=30.0, ge=5.0, le=600.0)
+    """Longest audio piece sent to the ASR backend at once; long audio is cut at silences."""
+
+    whisper_model: str | None = None
+    """faster-whisper model: a local CTranslate2 model folder, or a name already in the local
+    Hugging Face cache (nothing is downloaded)."""
+
+    whisper_device: str = "cpu"
+    """Device for faster-whisper (``cpu``, ``cuda``, ``auto``)."""
+
+    whisper_compute_type: str = "int8"
+    """CTranslate2 compute type for faster-whisper (``int8`` is fastest on CPU)."""
+
+    openai_base_url: str = "https://api.openai.com/v1"
+    """Base URL of an OpenAI-compatible ``/audio/transcriptions`` endpoint (OpenAI, vLLM, ...)."""
+
+    openai_model: str = "whisper-1"
+    """Model name sent to the transcription endpoint."""
+
+    openai_api_key: SecretStr | None = None
+    """Key for the transcription endpoint; falls back to ``$OPENAI_API_KEY``."""
+
+    openai_timeout: float = Field(default=120.0, gt=0)
+    """Seconds to wait for one transcription request."""
+
+    vad_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Silero speech probability above which a 32 ms window counts as speech."""
+
+    events_backend: str = "embedded"
+    """Audio event tagger by name (``embedded``: VAD plus spectral features)."""
+
+    ocr_backend: str = "rapidocr"
+    """OCR backend by name: ``rapidocr`` (embedded) or ``tesseract`` (needs it on PATH)."""
+
+    ocr_min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Text boxes recognised with less confidence than this are dropped."""
+
+    shot_threshold: float = Field(default=0.35, gt=0.0, le=1.0)
+    """Colour-histogram distance (0..1) between sampled frames that counts as a cut."""
+
+    shot_sample_fps: float = Field(default=4.0, gt=0.0, le=60.0)
+    """Frames per second the shot detector looks at."""
+
+    min_shot_seconds: float = Field(default=1.0, ge=0.0)
+    """Cuts closer than this to the previous one are ignored (flashes, fades)."""
+
+    max_keyframes: int = Field(default=24, ge=1, le=256)
+    """Most keyframes a digest reads text from and puts on its contact sheet."""
+
+    threads: int | None = Field(default=None, ge=1)
+    """CPU threads for ONNX and decoder backends; ``None`` uses every core."""
+
+
+class ModelSettings(BaseModel):
+    """How models are called: caching, retries, limits, capability overrides and keys."""
+
+    cache: bool = False
+    """Keep responses in an SQLite cache under ``cache_dir``/models (evaluation runs turn it on)."""
+
+    concurrency: int = Field(default=16, ge=1)
+    """Most calls in flight at once to one endpoint (base URL), per process."""
+
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one attempt of one call may take before it is abandoned and retried."""
+
+    max_attempts: int = Field(default=4, ge=1)
+    """Attempts per call (1 = no retry) on rate limits, server errors, timeouts, lost connections."""
+
+    backoff_s: float = Field(default=1.0, ge=0)
+    """First retry delay; doubled per attempt, with jitter, unless the server sends Retry-After."""
+
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    """Longest single wait between attempts."""
+
+    capabilities: dict[str, dict[str, bool | int | float]] = Field(default_factory=dict)
+    """Capability flags by model pattern, e.g. ``{"vllm:*omni*" = {video = true}}``; wins over
+    the built-in table. ``omnilab models`` lists the flag names."""
+
+    api_keys: dict[str, SecretStr] = Field(default_factory=dict)
+    """API keys by provider alias (``openai``, ``openrouter``, ...), used when the alias's
+    environment variable is unset. Never printed."""
+
+    local_n_ctx: int = Field(default=4096, ge=256)
+    """Context window of the embedded ``local`` model, in tokens."""
+
+    local_threads: int | None = Field(default=None, ge=1)
+    """CPU threads of the embedded ``local`` model; ``None`` lets llama.cpp choose."""
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits of one sandboxed execution (see ``docs/sandbox.md``)."""
+
+    cpu_seconds: float = Field(default=60.0, gt=0)
+    """CPU time of each process (RLIMIT_CPU); in a persistent Python session, of each call."""
+
+    memory_bytes: int = Field(default=4 * 1024**3, ge=64 * 1024**2)
+    """Address space of each process (RLIMIT_AS); allocations past it fail (``MemoryError``)."""
+
+    file_size_bytes: int = Field(default=1024**3, ge=0)
+    """Largest file a process may write (RLIMIT_FSIZE)."""
+
+    max_processes: int = Field(default=256, ge=1)
+    """Processes and threads of the sandbox user (RLIMIT_NPROC); enforced only where the sandbox
+    runs under its own uid, which the isolation report states."""
+
+    wall_seconds: float = Field(default=120.0, gt=0)
+    """Wall-clock time of one execution; past it the whole process tree is killed."""
+
+    output_bytes: int = Field(default=32_000, ge=256)
+    """Bytes of stdout and of stderr kept each: the head and the tail, with a marker between."""
+
+
+class BenchSettings(BaseModel):
+    """Datasets, judges and error analysis of the evaluation harness (``omnilab.bench``)."""
+
+    media_roots: dict[str, Path] = Field(default_factory=dict)
+    """Folder each dataset's relative media paths are resolved against, by dataset name, e.g.
+    ``{omnigaia = "/data/OmniGAIA"}``; a dataset without one uses its data file's folder."""
+
+    judge_model: str | None = None
+    """The model bound to role ``judge`` (answer equivalence), ``provider:model[@base_url]``."""
+
+    judge_models: list[str] = Field(default_factory=list)
+    """Judges of a majority vote (Omni-DeepSearch uses three); empty: ``judge_model`` alone."""
+
+    judge_attempts: int = Field(default=3, ge=1)
+    """Times a judge is asked before a reply that is neither Correct nor Incorrect is recorded
+    as a judge error."""
+
+    analyst_model: str | None = None
+    """The model bound to role ``analyst`` (error analysis of failed tasks)."""
+
+
+class SandboxSettings(BaseModel):
+    """How model-written code and shell commands are isolated."""
+
+    isolation: Literal["auto", "bwrap", "namespaces", "process"] = "auto"
+    """Isolation level: ``auto`` takes the strongest that works on this machine; naming one that
+    does not work is an error rather than a silent downgrade."""
+
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+
+    network: bool = False
+    """Default network access of sandboxed code (tasks may allow it)."""
+
+    uid_base: int = Field(default=200_000, ge=1000, le=4_000_000_000)
+    """When the harness runs as root, each workspace runs under its own uid in
+    ``[uid_base, uid_base + 65536)``, derived from the workspace path."""
+
+    allow_env: list[str] = Field(default_factory=list)
+    """Environment variable names passed to the sandbox even though they look like secrets."""
+
+
 class Settings(BaseSettings):
     """All omnilab settings. Field docstrings are the documentation of each setting."""
 
@@ -62,6 +242,18 @@ class Settings(BaseSettings):
     """Root of every on-disk cache (media outputs, model responses)."""
 
     media: MediaSettings = Field(default_factory=MediaSettings)
+
+    model: str | None = None
+    """The default model, ``provider:model[@base_url]``; unset means ``local:smollm2`` when the
+    ``[local]`` extra is installed."""
+
+    models: ModelSettings = Field(default_factory=ModelSettings)
+
+    perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
+
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+
+    bench: BenchSettings = Field(default_factory=BenchSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -87,5 +279,24 @@ def config_file() -> Path:
 
 @cache
 def get_settings() -> Settings:
-    """The process-wide settings, read once. Tests call ``get_settings.cache_clear()``."""
-    return Settings()
+    """The process-wide settings, read once. Tests call ``get_settings.cache_clear()``.
+
+    Raises :class:`ConfigError` naming the setting, its env var and the file when a value is bad.
+    """
+    try:
+        return Settings()
+    except ValidationError as e:
+        raise ConfigError(_describe(e)) from e
+    except (OSError, ValueError) as e:  # unreadable or malformed TOML
+        raise ConfigError(f"cannot read config file {config_file()}: {e}") from e
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    dotted = ".".join(str(part) for part in first["loc"])
+    env = "OMNILAB_" + "__".join(str(part) for part in first["loc"]).upper()
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return (
+        f"invalid setting {dotted} = {first.get('input')!r}: {first['msg']}{more}; "
+        f"fix {env} or {config_file()}"
+    )

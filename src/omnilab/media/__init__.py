@@ -6,8 +6,31 @@ probed file first, and raises :class:`MediaError` with a stable code and a one-l
 
 from __future__ import annotations
 
+from omnilab.media.audio import audio_samples, audio_segment
 from omnilab.media.cache import MediaCache
+from omnilab.media.clip import clip
 from omnilab.media.errors import MediaError, MediaErrorCode
+from omnilab.media.frames import Frame, frames, frames_at
+from omnilab.media.image import crop, load_image, resize
 from omnilab.media.probe import MediaInfo, MediaKind, probe
+from omnilab.media.sheet import contact_sheet, video_sheet
 
-__all__ = ["MediaCache", "MediaError", "MediaErrorCode", "MediaInfo", "MediaKind", "probe"]
+__all__ = [
+    "Frame",
+    "MediaCache",
+    "MediaError",
+    "MediaErrorCode",
+    "MediaInfo",
+    "MediaKind",
+    "audio_samples",
+    "audio_segment",
+    "clip",
+    "contact_sheet",
+    "crop",
+    "frames",
+    "frames_at",
+    "load_image",
+    "probe",
+    "resize",
+    "video_sheet",
+]

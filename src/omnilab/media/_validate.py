@@ -79,7 +79,7 @@ def check_time_range(
     if end is not None and end < start:
         raise MediaError(
             MediaErrorCode.INVALID_RANGE,
-            f"{start_name} {fmt_s(start)} is after {end_name} {fmt_s(end)}",
+            f"{start_name} {fmt_s(start)} is after {end_name} {fmt_s(end)} (requested from {info.path.name})",
             path=info.path,
         )
     if not allow_empty and e - s <= 0:
@@ -92,7 +92,7 @@ def check_time_range(
         hint = f" (setting {limit_setting})" if limit_setting else ""
         raise MediaError(
             MediaErrorCode.TOO_LONG,
-            f"the range {fmt_s(s)} to {fmt_s(e)} is {fmt_s(e - s)} long; the limit is {fmt_s(max_seconds)}{hint}",
+            f"the range {fmt_s(s)} to {fmt_s(e)} of {info.path.name} is {fmt_s(e - s)} long; the limit is {fmt_s(max_seconds)}{hint}",
             path=info.path,
         )
     return s, e

@@ -33,6 +33,8 @@ _GRACE_SECONDS = 30.0
 # Temporary files older than this belong to a crashed writer and are removed during eviction.
 _STALE_TMP_SECONDS = 3600.0
 _TMP_MARK = ".tmp-"
+# Per-key producer locks live apart from the entries so they are never counted or evicted as data.
+_LOCK_DIR = ".locks"
 
 
 def file_identity(path: Path) -> str:
@@ -105,13 +107,20 @@ class MediaCache:
             return hit
         final = self.path_for(key, suffix)
         final.parent.mkdir(parents=True, exist_ok=True)
-        # The suffix stays last so encoders that pick a format from the name still can.
-        tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
-        try:
-            produce(tmp)
-            tmp.replace(final)
-        finally:
-            tmp.unlink(missing_ok=True)
+        locks = self.root / _LOCK_DIR
+        locks.mkdir(exist_ok=True)
+        # One producer per key across processes; the OS drops the lock if its holder dies.
+        with FileLock(str(locks / f"{key}.lock")):
+            hit = self.get(key, suffix)
+            if hit is not None:
+                return hit  # another process produced it while this one waited
+            # The suffix stays last so encoders that pick a format from the name still can.
+            tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
+            try:
+                produce(tmp)
+                tmp.replace(final)
+            finally:
+                tmp.unlink(missing_ok=True)
         self.evict()
         return final
 
@@ -150,6 +159,10 @@ class MediaCache:
         for sub in self.root.iterdir():
             if not sub.is_dir():
                 continue
+            if sub.name == _LOCK_DIR:
+                if collect_stale:
+                    _remove_stale(sub, now)
+                continue
             for f in sub.iterdir():
                 try:
                     st = f.stat()
@@ -160,3 +173,11 @@ class MediaCache:
                         f.unlink(missing_ok=True)
                     continue
                 yield _Entry(f, st.st_size, st.st_mtime)
+
+
+def _remove_stale(lock_dir: Path, now: float) -> None:
+    # An unlocked lock file is harmless to delete; one held right now is recreated by its waiter.
+    for f in lock_dir.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if now - f.stat().st_mtime > _STALE_TMP_SECONDS:
+                f.unlink()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,24 +50,29 @@ def resize(image: Image.Image, max_edge: int | None) -> Image.Image:
 def crop(image: Image.Image, box: Sequence[float], *, name: str = "image") -> Image.Image:
     """Cut ``box = [left, top, right, bottom]`` (pixels, right/bottom exclusive) out of ``image``.
 
-    The box must lie inside the image and have positive area; ``name`` is used in the message.
+    Fractional coordinates are rounded to whole pixels. The box must lie inside the image and have
+    positive area; every message names ``name`` and its size so the caller can fix the box.
     """
     w, h = image.size
+    where = f"{name} ({w}x{h}: left/right in 0..{w}, top/bottom in 0..{h})"
     if len(box) != 4:
         raise MediaError(
             MediaErrorCode.INVALID_BOX,
-            f"crop box must have 4 numbers [left, top, right, bottom] (got {len(box)})",
+            f"crop box must have 4 numbers [left, top, right, bottom] (got {len(box)}) for {where}",
         )
-    left, top, right, bottom = (round(float(v)) for v in box)
+    values = [float(v) for v in box]
+    if not all(math.isfinite(v) for v in values):
+        raise MediaError(
+            MediaErrorCode.INVALID_BOX,
+            f"crop box {values} must hold finite numbers for {where}",
+        )
+    left, top, right, bottom = (round(v) for v in values)
     shown = f"[{left}, {top}, {right}, {bottom}]"
     if right <= left or bottom <= top:
         raise MediaError(
             MediaErrorCode.INVALID_BOX,
-            f"crop box {shown} has no area: right must exceed left and bottom must exceed top",
+            f"crop box {shown} has no area (right must exceed left, bottom must exceed top) in {where}",
         )
     if left < 0 or top < 0 or right > w or bottom > h:
-        raise MediaError(
-            MediaErrorCode.INVALID_BOX,
-            f"crop box {shown} is outside {name} ({w}x{h}: left/right in 0..{w}, top/bottom in 0..{h})",
-        )
+        raise MediaError(MediaErrorCode.INVALID_BOX, f"crop box {shown} is outside {where}")
     return image.crop((left, top, right, bottom))

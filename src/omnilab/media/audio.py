@@ -1,0 +1,309 @@
+"""Audio extraction: exact, sample-accurate segments of audio files and of the sound of videos.
+
+Times are seconds on the file's own timeline (0 = the first sample, as :func:`probe` reports it).
+Decoding seeks a little before ``start`` (codecs such as AAC, MP3 and Opus need the preceding
+frames to decode the first one correctly), then places every decoded frame on the timeline by
+its timestamp, so encoder priming (AAC, Opus pre-skip, LAME delay) and a stream that starts late
+never shift the result: sample ``i`` of the output is the sound at ``start + i / sample_rate``.
+"""
+
+from __future__ import annotations
+
+import uuid
+import wave
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+from numpy.typing import NDArray
+
+from omnilab.config import get_settings
+from omnilab.media._open import open_input
+from omnilab.media._validate import check_time_range, end_tolerance, require_audio
+from omnilab.media.cache import MediaCache
+from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
+from omnilab.media.probe import MediaInfo, probe
+
+# iter_audio, seek_before and write_output are shared with clip.py, not part of the public API.
+__all__ = ["audio_samples", "audio_segment"]
+
+# Decoding starts this long before the requested start: MDCT codecs (AAC, MP3, Vorbis) need the
+# previous frame's overlap and Opus asks for 80 ms of pre-roll before output is exact.
+_PREROLL_S = 0.5
+# Frames whose timestamp is within this of where the previous one ended are contiguous:
+# Matroska/WebM store milliseconds, so timestamps there jitter by up to ~1 ms.
+_JITTER_S = 0.005
+# Downmixing normalises the mix matrix so that full-scale input stays within [-1, 1] (stereo to
+# mono averages the channels); FFmpeg's default for float output sums them at -3 dB, which clips.
+_MIX_OPTIONS = {"rematrix_maxval": "1.0"}
+# Bump when the output of an operation changes, so old cache entries are no longer hit.
+_CACHE_VERSION = 1
+
+
+def audio_samples(
+    path: str | Path,
+    start: float = 0.0,
+    end: float | None = None,
+    *,
+    sample_rate: int | None = None,
+) -> NDArray[np.float32]:
+    """Mono float32 samples in [-1, 1] of ``[start, end)`` seconds (``end=None``: to the end).
+
+    ``sample_rate`` defaults to ``media.audio_sample_rate`` (16 kHz). The result has exactly
+    ``round((end - start) * sample_rate)`` samples, ``end`` being clamped to the duration.
+    Works on audio files and on the audio track of videos; raises :class:`MediaError`.
+    """
+    rate = sample_rate if sample_rate is not None else get_settings().media.audio_sample_rate
+    if rate < 1:
+        raise ValueError(f"sample_rate must be a positive number of Hz (got {rate})")
+    info, s, e = _validated(path, start, end)
+    return _mono(info, s, e, rate)
+
+
+def audio_segment(
+    path: str | Path,
+    start: float = 0.0,
+    end: float | None = None,
+    *,
+    out: Path | None = None,
+    cache: MediaCache | None = None,
+) -> Path:
+    """``[start, end)`` as a mono PCM16 WAV at ``media.audio_sample_rate`` (16 kHz).
+
+    Without ``out`` the file lives in the media cache (``MediaCache.default()`` unless ``cache``
+    is given) and a repeated request returns it without decoding; with ``out`` it is written
+    there atomically (nothing is left at ``out`` if it fails).
+    """
+    info, s, e = _validated(path, start, end)
+    rate = get_settings().media.audio_sample_rate
+
+    def produce(dest: Path) -> None:
+        pcm = np.round(_mono(info, s, e, rate) * 32767.0).astype("<i2")
+        with wave.open(str(dest), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm.tobytes())
+
+    params = {"start": s, "end": e, "rate": rate, "v": _CACHE_VERSION}
+    return write_output(info.path, "audio_segment", params, ".wav", produce, out=out, cache=cache)
+
+
+def write_output(
+    source: Path,
+    op: str,
+    params: Mapping[str, object],
+    suffix: str,
+    produce: Callable[[Path], None],
+    *,
+    out: Path | None,
+    cache: MediaCache | None,
+) -> Path:
+    """Run ``produce(tmp)`` and move the file to ``out``, or into the cache when ``out`` is None.
+
+    Either way the file appears complete or not at all: ``produce`` writes a temporary file in
+    the destination folder (so the final rename is atomic), which is removed if anything fails.
+    """
+    if out is None:
+        store = cache if cache is not None else MediaCache.default()
+        return store.get_or_create(store.key(source, op, params), suffix, produce)
+    dest = Path(out).expanduser()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # The suffix stays last so encoders that pick a format from the name still can.
+    tmp = dest.with_name(f".{dest.name}.tmp-{uuid.uuid4().hex}{dest.suffix}")
+    try:
+        produce(tmp)
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def _validated(path: str | Path, start: float, end: float | None) -> tuple[MediaInfo, float, float]:
+    info = probe(path)
+    require_audio(info)
+    s, e = check_time_range(
+        info,
+        start,
+        end,
+        max_seconds=get_settings().media.max_audio_seconds,
+        limit_setting="OMNILAB_MEDIA__MAX_AUDIO_SECONDS",
+    )
+    return info, s, e
+
+
+def _mono(info: MediaInfo, start: float, end: float, rate: int) -> NDArray[np.float32]:
+    samples = np.empty(round((end - start) * rate), dtype=np.float32)
+    pos = 0
+    for block in iter_audio(info, start, end, rate=rate, layout="mono"):
+        samples[pos : pos + block.shape[1]] = block[0]
+        pos += block.shape[1]
+    # Lossy decoders overshoot full scale slightly; callers are promised [-1, 1].
+    return np.clip(samples, -1.0, 1.0, out=samples)
+
+
+def iter_audio(
+    info: MediaInfo, start: float, end: float, *, rate: int, layout: str
+) -> Iterator[NDArray[np.float32]]:
+    """Yield planar float32 blocks (channels x n) of the validated range ``[start, end)``.
+
+    The blocks hold exactly ``round((end - start) * rate)`` samples in all, resampled to
+    ``rate`` and mixed to ``layout`` ("mono", "stereo", ...). Where the sound track has no
+    data (before it starts, in gaps between timestamps, after it ends while the other tracks
+    go on) the result is silence; a file whose data stops before ``end`` raises ``CORRUPT``.
+    """
+    window = _Window(round(start * rate), round((end - start) * rate), round(_JITTER_S * rate))
+    longest = 0  # samples of the longest source frame, converted to ``rate``
+    others_end = 0.0  # where the other tracks' data ends: a short sound track is not damage
+    with open_input(info.path) as container:
+        stream = container.streams.audio[0]
+        seeked = seek_before(container, stream, info, start - _PREROLL_S)
+        resampler: av.AudioResampler | None = None
+        params: tuple[str, str, int] | None = None
+        for packet in container.demux():
+            if packet.stream.index != stream.index:
+                others_end = max(others_end, _packet_end(packet, info))
+                continue
+            for frame in stream.decode(packet):
+                longest = max(longest, -(-frame.samples * rate // frame.sample_rate))
+                if window.pos is None:
+                    # Where the track begins after ``start``, the gap is pushed as silence.
+                    at = round(_first_time(info, stream, frame, start, seeked) * rate)
+                    window.pos = min(at, window.first)
+                current = (frame.format.name, frame.layout.name, frame.sample_rate)
+                if resampler is None or current != params:
+                    # A track may change rate or channels midway; a resampler has fixed input.
+                    if resampler is not None:
+                        yield from window.push_all(resampler.resample(None), info)
+                    resampler = av.AudioResampler(
+                        format="fltp", layout=layout, rate=rate, options=_MIX_OPTIONS
+                    )
+                    params = current
+                yield from window.push_all(resampler.resample(frame), info)
+                if window.done:
+                    return
+        if resampler is not None:
+            yield from window.push_all(resampler.resample(None), info)
+    audio_end = None if window.pos is None else window.pos / rate
+    window.pos = max(window.pos or 0, window.first)
+    shortfall = window.stop - window.pos
+    # The last packet is often shorter than the container's rounded duration says.
+    if shortfall > longest + window.jitter and others_end + end_tolerance(info) < end:
+        ends = "has no decodable audio" if audio_end is None else f"ends at {fmt_s(audio_end)}"
+        raise MediaError(
+            MediaErrorCode.CORRUPT,
+            f"{info.path.name} is damaged or truncated: its sound {ends}, "
+            f"before the requested end {fmt_s(end)}",
+            path=info.path,
+        )
+    yield from window.silence(shortfall, len(av.AudioLayout(layout).channels))
+
+
+def _packet_end(packet: av.Packet[Any], info: MediaInfo) -> float:
+    if packet.pts is None or packet.time_base is None:
+        return 0.0
+    return float((packet.pts + (packet.duration or 0)) * packet.time_base) - info.start_time
+
+
+def seek_before(
+    container: av.container.InputContainer, stream: av.stream.Stream, info: MediaInfo, t: float
+) -> bool:
+    """Seek ``stream`` to the last keyframe at or before timeline time ``t``.
+
+    Returns False when decoding starts at the beginning instead (``t <= 0``, or the file cannot
+    seek: decoding from the start is slower but just as exact).
+    """
+    if t <= 0 or stream.time_base is None:
+        return False
+    try:
+        container.seek(int((t + info.start_time) / stream.time_base), stream=stream, backward=True)
+    except av.FFmpegError:
+        container.seek(0)
+        return False
+    return True
+
+
+def _first_time(
+    info: MediaInfo,
+    stream: av.audio.stream.AudioStream,
+    frame: av.AudioFrame,
+    start: float,
+    seeked: bool,
+) -> float:
+    """Timeline position of the first decoded frame, which must not begin after ``start``...
+
+    ...except where the stream itself begins later than ``start``: before that it is silent.
+    """
+    if frame.pts is None or frame.time_base is None:
+        if seeked:
+            raise MediaError(
+                MediaErrorCode.CORRUPT,
+                f"{info.path.name} has audio without timestamps, so {fmt_s(start)} cannot be found",
+                path=info.path,
+            )
+        return 0.0
+    t = float(frame.pts * frame.time_base) - info.start_time
+    if t <= start + _JITTER_S:
+        return t
+    first = 0.0
+    if stream.start_time is not None and stream.time_base is not None:
+        first = float(stream.start_time * stream.time_base) - info.start_time
+    if t > first + frame.samples / frame.sample_rate + _JITTER_S:
+        raise MediaError(
+            MediaErrorCode.CORRUPT,
+            f"{info.path.name} is damaged: no audio could be decoded at {fmt_s(start)} "
+            f"(the first decodable audio is at {fmt_s(t)})",
+            path=info.path,
+        )
+    return t
+
+
+class _Window:
+    """Places resampled frames on the timeline by their timestamps and keeps one range of it."""
+
+    def __init__(self, first: int, count: int, jitter: int) -> None:
+        self.first = first
+        self.stop = first + count
+        self.jitter = jitter
+        self.pos: int | None = None
+        """Timeline index (in output samples) of the next sample; None before the first frame."""
+
+    @property
+    def done(self) -> bool:
+        return self.pos is not None and self.pos >= self.stop
+
+    def push_all(
+        self, frames: list[av.AudioFrame], info: MediaInfo
+    ) -> Iterator[NDArray[np.float32]]:
+        for frame in frames:
+            yield from self.push(frame, info)
+
+    def push(self, frame: av.AudioFrame, info: MediaInfo) -> Iterator[NDArray[np.float32]]:
+        data = frame.to_ndarray().astype(np.float32, copy=False)
+        at = None
+        if frame.pts is not None and frame.time_base is not None:
+            at = round((float(frame.pts * frame.time_base) - info.start_time) * frame.sample_rate)
+        assert self.pos is not None, "the caller places the first frame"
+        if at is not None and at > self.pos + self.jitter:
+            yield from self.silence(at - self.pos, data.shape[0])
+        elif at is not None and at < self.pos - self.jitter:
+            data = data[:, self.pos - at :]  # overlaps what is already out: keep the new part
+        yield from self._take(data)
+
+    def silence(self, count: int, channels: int) -> Iterator[NDArray[np.float32]]:
+        if self.pos is None or count <= 0:
+            return
+        lo, hi = max(self.pos, self.first), min(self.pos + count, self.stop)
+        if hi > lo:
+            yield np.zeros((channels, hi - lo), dtype=np.float32)
+        self.pos += count
+
+    def _take(self, data: NDArray[np.float32]) -> Iterator[NDArray[np.float32]]:
+        assert self.pos is not None
+        n = data.shape[1]
+        lo, hi = max(self.pos, self.first), min(self.pos + n, self.stop)
+        if hi > lo:
+            yield data[:, lo - self.pos : hi - self.pos]
+        self.pos += n
