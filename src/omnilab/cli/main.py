@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from omnilab import __version__
+from omnilab.cli import data as data_cmd
 from omnilab.cli import demo, media
+from omnilab.cli import models as models_cmd
 from omnilab.errors import OmnilabError
 
 __all__ = ["app", "main"]
@@ -22,7 +25,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(media.app, name="media")
+app.add_typer(data_cmd.app, name="data")
 app.command("demo")(demo.demo)
+app.command("models")(models_cmd.list_models)
+app.command("chat")(models_cmd.chat)
 
 
 def _version(value: bool) -> None:
@@ -48,7 +54,10 @@ def main() -> None:
     try:
         app()
     except OmnilabError as e:
-        Console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        # Messages quote user input and extras such as 'omnilab[local]': never read them as markup.
+        Console(stderr=True, emoji=False).print(
+            f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted")

@@ -1,0 +1,85 @@
+"""Dataset adapters by name, imported only when used.
+
+``load_dataset("omnigaia", "data/test_metadata.json")`` returns a :class:`DatasetLoad`: the
+tasks, the records skipped (with reasons) and, per task, the media files not found. A name maps
+to ``module:attribute`` of an object with ``load(path, *, media_root=None) -> DatasetLoad``;
+plugins add their own with :func:`register_dataset`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
+from omnilab.bench.errors import UnknownDatasetError
+from omnilab.config import get_settings
+
+__all__ = [
+    "DatasetAdapter",
+    "DatasetLoad",
+    "SkippedItem",
+    "dataset_names",
+    "get_dataset",
+    "load_dataset",
+    "register_dataset",
+]
+
+
+@runtime_checkable
+class DatasetAdapter(Protocol):
+    """Reads one benchmark's file format into tasks."""
+
+    name: str
+    description: str
+
+    def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad:
+        """Tasks of the file at ``path``; relative media paths resolve against ``media_root``."""
+        ...
+
+
+_REGISTRY: dict[str, str | DatasetAdapter] = {
+    "omnigaia": "omnilab.bench.datasets.omnigaia:ADAPTER",
+    "omni-deepsearch": "omnilab.bench.datasets.deepsearch:ADAPTER",
+    "omniagent": "omnilab.bench.datasets.omniagent:ADAPTER",
+    "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
+    "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
+}
+
+
+def register_dataset(name: str, adapter: str | DatasetAdapter) -> None:
+    """Add or replace an adapter: an object, or ``"module:attribute"`` imported on first use."""
+    _REGISTRY[name] = adapter
+
+
+def dataset_names() -> list[str]:
+    """The registered dataset names, in registration order."""
+    return list(_REGISTRY)
+
+
+def get_dataset(name: str) -> DatasetAdapter:
+    """The adapter registered as ``name``; :class:`UnknownDatasetError` if there is none."""
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        known = ", ".join(_REGISTRY)
+        raise UnknownDatasetError(f"unknown dataset {name!r}; known datasets: {known}")
+    if isinstance(entry, str):
+        module_name, _, attr = entry.partition(":")
+        adapter: DatasetAdapter = getattr(importlib.import_module(module_name), attr)
+        _REGISTRY[name] = adapter
+        return adapter
+    return entry
+
+
+def load_dataset(
+    name: str, path: str | Path, *, media_root: str | Path | None = None
+) -> DatasetLoad:
+    """Load dataset ``name`` from ``path``.
+
+    The media root is, in order: ``media_root``, the ``bench.media_roots`` setting for ``name``,
+    the data file's folder.
+    """
+    adapter = get_dataset(name)
+    root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
+    return adapter.load(Path(path), media_root=Path(root) if root is not None else None)

@@ -1,0 +1,230 @@
+"""Rule-based scorers: answer sets with aliases, numbers, temporal IoU, MRA, and OmniAgent's
+per-question-type dispatch (its eq. 2).
+
+Each reads the ``<answer>`` span when the prediction has one, else the whole prediction, except
+:class:`AnswerSetMatch`, which by default needs the span (as the verifiable-answer reward of the
+sandboxed coding-agent paper does).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from omnilab.bench._parse import merge_spans, parse_number, parse_spans
+from omnilab.bench.scoring.base import Score, Scorer, extract_answer, matches_any
+from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.task import Span, Task
+
+__all__ = [
+    "MRA_THRESHOLDS",
+    "AnswerSetMatch",
+    "MeanRelativeAccuracy",
+    "NumericMatch",
+    "OmniAgentScorer",
+    "TemporalIoU",
+    "label_tolerance",
+    "mean_relative_accuracy",
+    "temporal_iou",
+]
+
+MRA_THRESHOLDS: tuple[float, ...] = tuple(0.5 + 0.05 * i for i in range(10))
+"""Confidence thresholds 0.50, 0.55, ..., 0.95 of Mean Relative Accuracy (OmniAgent eq. 2)."""
+
+_NUMBER_TEXT = re.compile(r"[-+]?\d[\d,]*(?:\.(\d+))?(?:[eE][-+]?\d+)?")
+
+
+def _body(prediction: str) -> str:
+    extracted = extract_answer(prediction)
+    return prediction if extracted is None else extracted
+
+
+class AnswerSetMatch:
+    """Right when the answer equals the label or an alias after normalisation.
+
+    ``require_tag`` (default): a prediction without an ``<answer>`` span is wrong.
+    """
+
+    name = "answer_set"
+
+    def __init__(self, *, require_tag: bool = True) -> None:
+        self.require_tag = require_tag
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """Exact match against every acceptable answer."""
+        extracted = extract_answer(prediction)
+        candidate = extracted if extracted is not None or self.require_tag else prediction.strip()
+        correct = candidate is not None and matches_any(candidate, task.answers.all)
+        return Score(
+            scorer=self.name,
+            value=1.0 if correct else 0.0,
+            correct=correct,
+            exact_match=correct,
+            extracted=candidate,
+        )
+
+
+def label_tolerance(label: str) -> float:
+    """Half a unit of the label's last digit: ``"12.5"`` -> 0.05, ``"790"`` -> 0.5.
+
+    A prediction within it rounds to the label at the label's own precision.
+    """
+    # The last number, as parse_number reads it ("2 years, i.e. 2.5" -> 2.5).
+    match = next(reversed(list(_NUMBER_TEXT.finditer(label))), None)
+    if match is None or "e" in match.group(0).lower():
+        return 0.0
+    decimals = len(match.group(1) or "")
+    return 0.5 * 10.0**-decimals
+
+
+class NumericMatch:
+    """Right when the predicted number is within tolerance of the label's; units are ignored.
+
+    ``abs(pred - label) <= max(abs_tol, rel_tol * abs(label))``. ``abs_tol=None`` (default)
+    means :func:`label_tolerance` (the label's precision); ``abs_tol=0`` with ``rel_tol=0`` asks
+    for the exact number, as OmniAgent's NUM questions do.
+    """
+
+    name = "numeric"
+
+    def __init__(self, *, rel_tol: float = 0.0, abs_tol: float | None = None) -> None:
+        if rel_tol < 0 or (abs_tol is not None and abs_tol < 0):
+            raise ValueError("tolerances must be >= 0")
+        self.rel_tol = rel_tol
+        self.abs_tol = abs_tol
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """Parse both numbers and compare."""
+        gold_text = next((a for a in task.answers.all if parse_number(a) is not None), None)
+        if gold_text is None:
+            raise ValueError(f"task {task.id}: answer {task.answers.label!r} holds no number")
+        gold = parse_number(gold_text)
+        assert gold is not None
+        predicted = parse_number(_body(prediction))
+        tol = label_tolerance(gold_text) if self.abs_tol is None else self.abs_tol
+        tol = max(tol, self.rel_tol * abs(gold))
+        correct = predicted is not None and abs(predicted - gold) <= tol + 1e-12 * max(
+            1.0, abs(gold)
+        )
+        return Score(
+            scorer=self.name,
+            value=1.0 if correct else 0.0,
+            correct=correct,
+            exact_match=predicted is not None and predicted == gold,
+            extracted=None if predicted is None else f"{predicted:g}",
+            details={"expected": gold, "tolerance": tol},
+        )
+
+
+def temporal_iou(
+    predicted: list[Span] | tuple[Span, ...], truth: list[Span] | tuple[Span, ...]
+) -> float:
+    """Intersection over union of two sets of spans, each merged first (0 when both are empty)."""
+    a, b = merge_spans(predicted), merge_spans(truth)
+    union = sum(e - s for s, e in a) + sum(e - s for s, e in b)
+    inter = 0.0
+    i = j = 0
+    while i < len(a) and j < len(b):
+        inter += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        # Advance the span that ends first; the other may still overlap the next one.
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    union -= inter
+    return inter / union if union > 0 else 0.0
+
+
+class TemporalIoU:
+    """Temporal grounding: the score is the IoU of predicted and true spans (OmniAgent eq. 2).
+
+    Spans are read as ``[[s, e], ...]``, ``[s, e]`` or text such as ``12.5s - 20s``; overlapping
+    spans are merged on both sides. ``correct`` is ``IoU >= threshold`` (0.5, the criterion
+    OmniAgent's data filter uses).
+    """
+
+    name = "temporal_iou"
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """IoU of the predicted spans with the task's spans."""
+        truth = task.metadata.spans or parse_spans(task.answers.label)
+        if not truth:
+            raise ValueError(f"task {task.id}: no ground-truth spans")
+        predicted = parse_spans(_body(prediction))
+        iou = temporal_iou(predicted, truth) if predicted else 0.0
+        return Score(
+            scorer=self.name,
+            value=iou,
+            correct=iou >= self.threshold,
+            extracted=None if predicted is None else str([list(s) for s in predicted]),
+            details={"iou": iou},
+        )
+
+
+def mean_relative_accuracy(
+    predicted: float, truth: float, thresholds: tuple[float, ...] = MRA_THRESHOLDS
+) -> float:
+    """MRA: the share of thresholds t with ``|pred - truth| / |truth| < 1 - t``.
+
+    With ``truth == 0`` the relative error is 0 for an exact prediction and infinite otherwise.
+    """
+    if truth == 0:
+        error = 0.0 if predicted == 0 else math.inf
+    else:
+        error = abs(predicted - truth) / abs(truth)
+    # round() keeps 1 - 0.95 at 0.05 instead of 0.050000000000000044.
+    return sum(error < round(1.0 - t, 10) for t in thresholds) / len(thresholds)
+
+
+class MeanRelativeAccuracy:
+    """Size estimation: the score is MRA over thresholds 0.50..0.95 (OmniAgent eq. 2).
+
+    ``correct`` is ``MRA >= threshold`` (0.5, OmniAgent's data-filter criterion).
+    """
+
+    name = "mra"
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """MRA of the predicted number against the label."""
+        truth = parse_number(task.answers.label)
+        if truth is None:
+            raise ValueError(f"task {task.id}: answer {task.answers.label!r} holds no number")
+        predicted = parse_number(_body(prediction))
+        value = 0.0 if predicted is None else mean_relative_accuracy(predicted, truth)
+        return Score(
+            scorer=self.name,
+            value=value,
+            correct=value >= self.threshold,
+            extracted=None if predicted is None else f"{predicted:g}",
+            details={"mra": value, "expected": truth},
+        )
+
+
+class OmniAgentScorer:
+    """OmniAgent's reward by question type (eq. 2): MCQ and NUM exact, TR by IoU, SIZE by MRA.
+
+    FF (free-form) answers go to ``free_form`` (e.g. an :class:`~.judge.OmniGaiaScorer` with a
+    judge); without one they are matched against the answer set.
+    """
+
+    name = "omniagent"
+
+    def __init__(self, *, free_form: Scorer | None = None) -> None:
+        self.by_type: dict[str, Scorer] = {
+            "MCQ": MultipleChoice(),
+            "NUM": NumericMatch(abs_tol=0.0),
+            "TR": TemporalIoU(),
+            "SIZE": MeanRelativeAccuracy(),
+        }
+        self.free_form = free_form or AnswerSetMatch(require_tag=False)
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """Score with the scorer of the task's question type."""
+        kind = (task.metadata.task_type or "FF").upper()
+        return await self.by_type.get(kind, self.free_form).score(task, prediction)

@@ -1,0 +1,36 @@
+"""Prompt templates: files under ``omnilab/bench/prompts/``, rendered strictly.
+
+A template file starts with ``#`` comment lines naming its source; the rest is the prompt, with
+``${name}`` placeholders (:class:`string.Template`). Rendering fails loudly when a placeholder
+has no value or a value has no placeholder, so a typo never sends a half-filled prompt.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import cache
+from importlib import resources
+
+__all__ = ["load_template", "render"]
+
+
+@cache
+def load_template(name: str) -> string.Template:
+    """The template in ``prompts/<name>.txt``, without its header comment."""
+    path = resources.files("omnilab.bench").joinpath("prompts").joinpath(f"{name}.txt")
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = 0
+    while start < len(lines) and lines[start].startswith("#"):
+        start += 1
+    return string.Template("\n".join(lines[start:]))
+
+
+def render(name: str, **values: str) -> str:
+    """Template ``name`` filled with ``values``; ``KeyError`` or ``ValueError`` if they do not fit."""
+    template = load_template(name)
+    expected = set(template.get_identifiers())
+    unused = set(values) - expected
+    if unused:
+        raise ValueError(f"template {name!r} has no placeholder for {', '.join(sorted(unused))}")
+    return template.substitute(values)

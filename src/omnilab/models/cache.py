@@ -1,0 +1,126 @@
+"""A response cache in SQLite, keyed by what the model is asked.
+
+The key is a SHA-256 of canonical JSON: the model name, the messages with every media part
+replaced by its content identity (inline bytes: SHA-256; files: the media cache's identity of size,
+first and last MiB, so a renamed copy hits and an edited file misses), the tools
+and the generation settings (the timeout excluded: it does not change the answer). One SQLite file
+serves concurrent processes (WAL mode, busy timeout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from omnilab.config import get_settings
+from omnilab.content import Text
+from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
+
+__all__ = ["ResponseCache", "request_key"]
+
+_KEY_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    output TEXT NOT NULL
+)
+"""
+
+
+def _canonical_message(message: Message) -> dict[str, Any]:
+    # Imported here so that importing the model layer does not load the media decoders.
+    from omnilab.media.cache import file_identity
+
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, Text):
+            parts.append(part.model_dump(mode="json"))
+            continue
+        fields = part.model_dump(mode="json", exclude={"path", "data"}, exclude_none=True)
+        if part.data is not None:
+            fields["sha256"] = hashlib.sha256(part.data).hexdigest()
+        else:
+            assert part.path is not None
+            fields["identity"] = file_identity(part.path)
+        parts.append(fields)
+    dumped = message.model_dump(mode="json", exclude={"content"})
+    dumped["content"] = parts
+    return dumped
+
+
+def request_key(
+    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+) -> str:
+    """The cache key of one request."""
+    canon = {
+        "v": _KEY_VERSION,
+        "model": model,
+        "messages": [_canonical_message(m) for m in messages],
+        "tools": [t.model_dump(mode="json") for t in tools],
+        "config": config.model_dump(mode="json", exclude={"timeout_s"}),
+    }
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ResponseCache:
+    """Model outputs by request key, in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def default(cls) -> ResponseCache:
+        """The cache under ``cache_dir``/models."""
+        return cls(get_settings().cache_dir / "models" / "responses.sqlite3")
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+            with conn:
+                yield conn
+        finally:
+            conn.close()
+
+    def get(self, key: str) -> ModelOutput | None:
+        """The stored output for ``key``, or None."""
+        if not self.path.exists():
+            return None
+        with self._connect() as conn:
+            row = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return ModelOutput.model_validate_json(row[0])
+
+    def put(self, key: str, model: str, output: ModelOutput) -> None:
+        """Store ``output`` under ``key`` (replacing any earlier one)."""
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO responses (key, model, created, output) VALUES (?, ?, ?, ?)",
+                (key, model, time.time(), output.model_dump_json()),
+            )
+
+    def __len__(self) -> int:
+        if not self.path.exists():
+            return 0
+        with self._connect() as conn:
+            (count,) = conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+        return int(count)
+
+    def clear(self) -> None:
+        """Remove every stored response."""
+        if self.path.exists():
+            with self._connect() as conn:
+                conn.execute("DELETE FROM responses")

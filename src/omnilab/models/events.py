@@ -1,0 +1,89 @@
+"""The event every model call emits, and a summary of its input.
+
+Events go to an optional sink (any callable taking one event); the trajectory layer will consume
+them. They carry no API keys and no media bytes: inputs are summarised, outputs kept whole.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from omnilab.content import Text
+from omnilab.models.types import Message, ModelOutput, ToolSpec, Usage
+
+__all__ = ["EventSink", "InputSummary", "ModelCallEvent", "summarize_input"]
+
+_PREVIEW_CHARS = 200
+
+
+class InputSummary(BaseModel):
+    """What was sent, without media bytes: counts by role and content kind, and a text preview."""
+
+    messages: int
+    roles: dict[str, int]
+    parts: dict[str, int]
+    """Content parts by kind (``text``, ``image``, ...)."""
+    media: list[str] = Field(default_factory=list)
+    """Names of media parts (file names, with time ranges)."""
+    tools: list[str] = Field(default_factory=list)
+    last_user_text: str = ""
+    """The start of the last user message's text."""
+
+
+class ModelCallEvent(BaseModel):
+    """One call of a :class:`~omnilab.models.Model`: input summary, output or error, accounting."""
+
+    kind: Literal["model_call"] = "model_call"
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    timestamp: float = Field(default_factory=time.time)
+    """Unix time the call ended."""
+    model: str
+    """The model name as configured (``provider:model[@base_url]``; never a key)."""
+    input: InputSummary
+    output: ModelOutput | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float
+    """Seconds from the call to its end, waits between attempts included."""
+    attempts: int
+    cached: bool = False
+    error: str | None = None
+    error_kind: str | None = None
+
+
+EventSink = Callable[[ModelCallEvent], None]
+
+
+def _media_name(part: object) -> str:
+    name = getattr(part, "name", "?")
+    start, end = getattr(part, "start", None), getattr(part, "end", None)
+    if start is None and end is None:
+        return str(name)
+    return f"{name}[{start or 0:g}-{'' if end is None else f'{end:g}'}]"
+
+
+def summarize_input(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> InputSummary:
+    """The summary of a call's input that events carry."""
+    roles: dict[str, int] = {}
+    parts: dict[str, int] = {}
+    media: list[str] = []
+    for message in messages:
+        roles[message.role] = roles.get(message.role, 0) + 1
+        for part in message.content:
+            parts[part.type] = parts.get(part.type, 0) + 1
+            if not isinstance(part, Text):
+                media.append(_media_name(part))
+    last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+    preview = last_user.text[:_PREVIEW_CHARS] if last_user is not None else ""
+    return InputSummary(
+        messages=len(messages),
+        roles=roles,
+        parts=parts,
+        media=media,
+        tools=[t.name for t in tools],
+        last_user_text=preview,
+    )

