@@ -24,14 +24,17 @@ from pydantic_settings import (
 from omnilab.errors import OmnilabError
 
 __all__ = [
+    "AgentSettings",
     "BenchSettings",
     "ConfigError",
     "MediaSettings",
     "ModelSettings",
     "PerceptionSettings",
+    "PerceptionToolSettings",
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
+    "WebSettings",
     "config_file",
     "get_settings",
 ]
@@ -129,6 +132,23 @@ class PerceptionSettings(BaseModel):
     """CPU threads for ONNX and decoder backends; ``None`` uses every core."""
 
 
+class PerceptionToolSettings(BaseModel):
+    """What the active perception tools (``read_video``, ``read_audio``, ``read_image``) return."""
+
+    video_fps: float = Field(default=1.0, gt=0.0, le=30.0)
+    """Frames per second of the segment that ``read_video`` returns (both ends included)."""
+
+    video_max_frames: int = Field(default=32, ge=1, le=256)
+    """Most frames one ``read_video`` call returns; longer segments are sampled more sparsely."""
+
+    frame_max_edge: int | None = Field(default=768, ge=16)
+    """Longest edge of returned frames in pixels, unless the model's ``max_image_edge`` is set;
+    ``None`` keeps the source size."""
+
+    ocr_max_frames: int = Field(default=8, ge=1, le=256)
+    """Frames read with OCR when ``read_video`` answers a text-only model."""
+
+
 class ModelSettings(BaseModel):
     """How models are called: caching, retries, limits, capability overrides and keys."""
 
@@ -208,6 +228,20 @@ class BenchSettings(BaseModel):
     analyst_model: str | None = None
     """The model bound to role ``analyst`` (error analysis of failed tasks)."""
 
+    runs_dir: Path = Path("runs")
+    """Folder new evaluation runs are created in (``<dataset>-<agent>-<time>``) unless ``--out``
+    names one."""
+
+    concurrency: int = Field(default=8, ge=1)
+    """Tasks an evaluation runs at once (each with its media work, tool and model calls)."""
+
+    task_timeout_s: float | None = Field(default=1800.0, gt=0)
+    """Hard limit on one task's agent run; past it the task fails as a timeout. ``None``: none."""
+
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """USD per million prompt and completion tokens by model name or ``fnmatch`` pattern, e.g.
+    ``{"openai:gpt-4o*" = [2.5, 10.0]}``; a task's cost is known when all its models have one."""
+
 
 class SandboxSettings(BaseModel):
     """How model-written code and shell commands are isolated."""
@@ -227,6 +261,71 @@ class SandboxSettings(BaseModel):
 
     allow_env: list[str] = Field(default_factory=list)
     """Environment variable names passed to the sandbox even though they look like secrets."""
+
+
+class WebSettings(BaseModel):
+    """Web search and page browsing (``omnilab.tools.web``, see ``docs/tools-web.md``)."""
+
+    search_provider: str = "local"
+    """Provider of ``web_search``: ``local`` (offline BM25 index), ``serper``, ``tavily``,
+    ``brave`` or ``searxng``. Keys come from ``SERPER_API_KEY``, ``TAVILY_API_KEY``,
+    ``BRAVE_API_KEY``."""
+
+    top_k: int = Field(default=10, ge=1, le=50)
+    """Results per search."""
+
+    index_dir: Path | None = None
+    """Index of the ``local`` provider (``omnilab index build``); unset: the sample corpus."""
+
+    searxng_url: str | None = None
+    """Base URL of a SearXNG instance with the JSON format enabled, e.g. ``http://host:8080``."""
+
+    serper_url: str = "https://google.serper.dev"
+    """Base URL of the Serper API."""
+
+    tavily_url: str = "https://api.tavily.com"
+    """Base URL of the Tavily API."""
+
+    brave_url: str = "https://api.search.brave.com"
+    """Base URL of the Brave Search API."""
+
+    timeout_s: float = Field(default=20.0, gt=0)
+    """Seconds one search or one page fetch may take in all (redirects and download included)."""
+
+    max_page_bytes: int = Field(default=5 * 1024**2, ge=1024)
+    """Largest page body read; a larger page is abandoned with ``TOO_LARGE``."""
+
+    max_redirects: int = Field(default=5, ge=0, le=20)
+    """Redirects followed per page before ``TOO_MANY_REDIRECTS``."""
+
+    page_chars: int = Field(default=10_000, ge=500)
+    """Characters of Markdown per ``page_browser`` page; longer pages are split into pages."""
+
+    include_links: bool = False
+    """Keep hyperlinks in page Markdown (costs tokens; the reference tools drop them)."""
+
+    allow_private_urls: bool = False
+    """Let ``page_browser`` open loopback, private and link-local addresses; off so that a model
+    cannot reach services inside the network the harness runs in."""
+
+    cache: bool = True
+    """Keep search results and pages on disk under ``cache_dir``/web."""
+
+    cache_ttl_s: float = Field(default=7 * 24 * 3600.0, ge=0)
+    """Age after which a cached search result or page is fetched again."""
+
+    user_agent: str = "Mozilla/5.0 (compatible; omnilab)"
+    """User-Agent header of page fetches."""
+
+
+class AgentSettings(BaseModel):
+    """Runs of ``omnilab ask`` and :func:`omnilab.ask` (see ``docs/agents.md``)."""
+
+    runs_dir: Path = Path("omnilab-runs")
+    """Folder each ask run gets a subfolder in (``<time>-<id>``: trajectory and workspace)."""
+
+    max_turns: int = Field(default=50, ge=1)
+    """Tool-using model turns before the forced final answer (OmniGAIA uses 50)."""
 
 
 class Settings(BaseSettings):
@@ -251,9 +350,15 @@ class Settings(BaseSettings):
 
     perception: PerceptionSettings = Field(default_factory=PerceptionSettings)
 
+    perception_tools: PerceptionToolSettings = Field(default_factory=PerceptionToolSettings)
+
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
     bench: BenchSettings = Field(default_factory=BenchSettings)
+
+    web: WebSettings = Field(default_factory=WebSettings)
+
+    agents: AgentSettings = Field(default_factory=AgentSettings)
 
     @classmethod
     def settings_customise_sources(

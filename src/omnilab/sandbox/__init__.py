@@ -1,0 +1,31 @@
+"""Isolated execution of model-written code and shell commands.
+
+The only place in omnilab where such code runs, and always in a child process: never ``exec`` in
+the harness. Levels (strongest first, see :class:`IsolationLevel` and ``docs/sandbox.md``):
+``bwrap`` (bubblewrap), ``namespaces`` (``unshare`` + our launcher), ``process`` (limits only).
+
+- :func:`run` runs one command;
+- :class:`PythonSession` is a persistent interpreter (variables survive between calls);
+- :class:`ShellSession` is a persistent bash (cwd and variables survive between commands).
+"""
+
+from omnilab.config import SandboxLimits
+from omnilab.sandbox._isolation import IsolationReport, isolation_level, isolation_report
+from omnilab.sandbox._python import PythonSession
+from omnilab.sandbox._run import run
+from omnilab.sandbox._shell import ShellSession
+from omnilab.sandbox._types import ExecResult, IsolationLevel, PythonResult, SandboxError
+
+__all__ = [
+    "ExecResult",
+    "IsolationLevel",
+    "IsolationReport",
+    "PythonResult",
+    "PythonSession",
+    "SandboxError",
+    "SandboxLimits",
+    "ShellSession",
+    "isolation_level",
+    "isolation_report",
+    "run",
+]

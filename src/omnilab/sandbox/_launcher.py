@@ -1,0 +1,338 @@
+"""The sandbox's first process: sets up mounts, limits and credentials, then runs the program.
+
+Runs in the child, never in the harness: the harness passes this file's text to
+``python -I -S -c`` with a JSON config as the only argument, so it may use the standard library
+only and must not import omnilab. It
+
+1. (``namespaces`` level, as root of fresh mount/pid namespaces) hides the homes and the
+   temporary folders behind tmpfs, binds back the workspace (writable) and the Python install
+   (read-only), mounts a /proc of its own and makes every other mount read-only;
+2. forks the program in a new session with its rlimits, under the sandbox uid (harness is root)
+   or with every capability dropped (user namespace), with no_new_privs, in the workspace;
+3. stays as the reaper (child subreaper, or init of the pid namespace), reports the program's
+   status on the status pipe and kills whatever the program left behind before exiting.
+
+A lifeline pipe, whose other end only the harness holds, ends the sandbox when the harness dies.
+Status messages are JSON lines: ``ready`` (pids and pid namespace), ``error`` (could not start),
+``exit`` (code, signal, cpu seconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import platform
+import resource
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_BIND = 0x1000
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
+_AT_FDCWD = -100
+_AT_RECURSIVE = 0x8000
+_MOUNT_ATTR_RDONLY = 0x1
+_SYS_MOUNT_SETATTR = 442  # same number on every architecture listed below
+_SETATTR_ARCHES = {"x86_64", "aarch64", "arm64", "riscv64", "ppc64le", "s390x", "i686", "armv7l"}
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_PR_SET_SECUREBITS = 28
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+# NOROOT + NO_CAP_AMBIENT_RAISE, both locked: uid 0 of a user namespace regains nothing on exec.
+_SECUREBITS = 0x01 | 0x02 | 0x40 | 0x80
+_RLIMITS = {
+    "CPU": resource.RLIMIT_CPU,
+    "AS": resource.RLIMIT_AS,
+    "FSIZE": resource.RLIMIT_FSIZE,
+    "NPROC": resource.RLIMIT_NPROC,
+    "CORE": resource.RLIMIT_CORE,
+}
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    libc = _libc()
+    libc.mount.argtypes = (
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_ulong,
+        ctypes.c_char_p,
+    )
+    encode = os.fsencode
+    result = libc.mount(
+        encode(source) if source else None,
+        encode(target),
+        encode(fstype) if fstype else None,
+        flags,
+        data.encode() if data else None,
+    )
+    _check(result, f"mount {target}")
+
+
+def _set_readonly(path: str, readonly: bool) -> bool:
+    """Sets or clears read-only on every mount at and under ``path``; False if unsupported."""
+    if platform.machine() not in _SETATTR_ARCHES:
+        return False
+    attr = _MountAttr(
+        _MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else _MOUNT_ATTR_RDONLY, 0, 0
+    )
+    result = _libc().syscall(
+        ctypes.c_long(_SYS_MOUNT_SETATTR),
+        ctypes.c_int(_AT_FDCWD),
+        ctypes.c_char_p(os.fsencode(path)),
+        ctypes.c_uint(_AT_RECURSIVE),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
+    return bool(result == 0)
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
+
+
+def _setup_mounts(plan: dict[str, Any]) -> bool:
+    """Builds the sandbox's view of the file system; returns whether the root is read-only."""
+    os.umask(0o022)
+    # Nothing done here may propagate back to the harness's mount namespace.
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    binds: list[tuple[str, bool]] = [(p, bool(rw)) for p, rw in plan["binds"]]
+    # Opened before the tmpfs mounts hide them; bound from the descriptor afterwards.
+    fds = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in binds}
+    tmpfs = [(p, int(size), 0o1777) for p, size in plan["scratch"]]
+    tmpfs += [(p, 1024 * 1024, 0o755) for p in plan["masks"]]
+    for path, size, mode in sorted(tmpfs, key=lambda t: _depth(t[0])):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode:o},size={size}")
+    for path, _ in sorted(binds, key=lambda b: _depth(b[0])):
+        source = f"/proc/self/fd/{fds[path]}"
+        if Path(source).is_dir():
+            Path(path).mkdir(parents=True, exist_ok=True)
+        elif not Path(path).exists():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).touch()
+        _mount(source, path, None, _MS_BIND | _MS_REC)
+    for fd in fds.values():
+        os.close(fd)
+    if plan.get("proc"):
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    readonly = _set_readonly("/", True)
+    if readonly:
+        for path in [p for p, rw in binds if rw] + [p for p, _ in plan["scratch"]]:
+            if not _set_readonly(path, False):
+                raise OSError(f"cannot make {path} writable again")
+    return readonly
+
+
+def _drop_capabilities() -> None:
+    """Leaves uid 0 of a user namespace with no capability now or after exec."""
+    libc = _libc()
+    _check(libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "securebits")
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def _plumb_fds(fd_map: list[list[int]], status_fd: int) -> int:
+    """Puts each ``source`` descriptor at ``target``, closes every other one above 2 and returns
+    the status pipe's new descriptor (close-on-exec: it reports a failed exec, then goes)."""
+    # Park everything above the targets first, so one dup2 cannot clobber a later source.
+    high = 1000
+    status = fcntl.fcntl(status_fd, fcntl.F_DUPFD_CLOEXEC, high)
+    parked = [(target, fcntl.fcntl(source, fcntl.F_DUPFD, high)) for target, source in fd_map]
+    os.closerange(3, high)
+    for target, source in parked:
+        os.dup2(source, target)
+        os.close(source)
+    return status
+
+
+def _report(status_fd: int, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        os.write(status_fd, (json.dumps(message) + "\n").encode())
+
+
+def _become_program(cfg: dict[str, Any]) -> None:
+    """In the forked child: limits, credentials, descriptors, then exec. Never returns."""
+    status_fd = int(cfg["status_fd"])
+    launcher = os.getppid()
+    try:
+        os.setsid()
+        status_fd = _plumb_fds(cfg["fd_map"], status_fd)
+        for name, (soft, hard) in cfg["rlimits"].items():
+            inf = resource.RLIM_INFINITY
+            resource.setrlimit(
+                _RLIMITS[name], (inf if soft < 0 else soft, inf if hard < 0 else hard)
+            )
+        os.chdir(cfg["cwd"])
+        if cfg.get("uid") is not None:
+            os.setgroups([])
+            os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
+            os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+        if cfg.get("drop_caps"):
+            _drop_capabilities()
+        libc = _libc()
+        # No setuid binary or file capability can give back what was dropped.
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        # Set after the uid change, which clears it; the launcher dying takes the program along.
+        _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+        if os.getppid() != launcher:
+            os._exit(137)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        argv = cfg["argv"]
+        os.execvpe(argv[0], argv, dict(os.environ))  # noqa: S606 - argv is a list, no shell
+    except BaseException as exc:
+        _report(status_fd, {"event": "error", "message": f"cannot start {cfg['argv'][0]}: {exc}"})
+        os._exit(127)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def _kill_leftovers() -> None:
+    """Kills what the program left running (daemons, setsid'd grandchildren) and reaps it."""
+    me = os.getpid()
+    frozen: set[int] = set()
+    for _ in range(100):
+        new = [p for p in _descendants(me) if p not in frozen]
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+        frozen.update(new)
+    for pid in frozen:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def _watch_harness(lifeline: int, child: int) -> None:
+    """Ends the sandbox when the harness goes away (crash, kill -9, exit without cleanup): the
+    harness holds the other end of this pipe and never writes, so end of file means it died."""
+    with contextlib.suppress(OSError):
+        while os.read(lifeline, 1):
+            pass
+    with contextlib.suppress(OSError):
+        os.kill(child, signal.SIGKILL)
+    _kill_leftovers()
+    os._exit(137)
+
+
+def main() -> None:
+    """Entry point: ``python -I -S -c <this file> <json config>``."""
+    cfg = json.loads(sys.argv[1])
+    status_fd = int(cfg["status_fd"])
+    readonly = False
+    if cfg.get("mounts"):
+        try:
+            readonly = _setup_mounts(cfg["mounts"])
+        except OSError as exc:
+            _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {exc}"})
+            os._exit(125)
+    # Orphans of the program come back to us (outside a pid namespace too), so none escapes.
+    _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = os.fork()
+    if child == 0:
+        _become_program(cfg)
+    lifeline = cfg.get("lifeline_fd")
+    if lifeline is not None:
+        threading.Thread(target=_watch_harness, args=(int(lifeline), child), daemon=True).start()
+    pidns = None
+    with contextlib.suppress(OSError):
+        pidns = str(Path("/proc/self/ns/pid").readlink())
+    _report(
+        status_fd,
+        {"event": "ready", "pid": os.getpid(), "child": child, "pidns": pidns, "ro": readonly},
+    )
+    code: int | None = None
+    sig: int | None = None
+    cpu = 0.0
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == child:
+            returned = os.waitstatus_to_exitcode(status)
+            code, sig = (returned, None) if returned >= 0 else (None, -returned)
+            cpu = usage.ru_utime + usage.ru_stime
+            break
+    _kill_leftovers()
+    _report(status_fd, {"event": "exit", "code": code, "signal": sig, "cpu": cpu})
+    os._exit(code if code is not None else 128 + (sig or 0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""How each isolation level is built: the wrapper command line and the file-system view.
+
+The same plan (scratch tmpfs, masked folders, bound-back paths) is realised by bubblewrap's
+options at the ``bwrap`` level and by our launcher (:mod:`._launcher`) at the ``namespaces``
+level, so both levels show sandboxed code the same machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omnilab.sandbox._types import IsolationLevel
+
+__all__ = ["MountPlan", "mount_plan", "sandbox_ids", "wrapper_argv"]
+
+# Writable, private, vanishing: programs expect to write temporary files here.
+_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - replaced by private tmpfs, not used
+_SCRATCH_BYTES = 256 * 1024**2
+# Hidden: homes hold keys (~/.ssh, ~/.netrc, cloud credentials); /run holds daemon sockets
+# (docker, dbus, databases) that a network namespace does not cut off.
+_MASKED = ("/root", "/home", "/run", "/var/run", "/mnt", "/media", "/srv")
+
+
+@dataclass
+class MountPlan:
+    """What sandboxed code sees besides the read-only root."""
+
+    scratch: list[str] = field(default_factory=list)
+    """Fresh writable tmpfs (mode 1777), gone when the sandbox ends."""
+
+    masks: list[str] = field(default_factory=list)
+    """Folders replaced by an empty read-only tmpfs."""
+
+    binds: list[tuple[str, bool]] = field(default_factory=list)
+    """Paths bound back at the same place (path, writable): the workspace and what lies under a
+    mask but is needed (the Python install)."""
+
+    def launcher_config(self) -> dict[str, object]:
+        """The plan as the launcher's ``mounts`` config (``namespaces`` level)."""
+        return {
+            "scratch": [[p, _SCRATCH_BYTES] for p in self.scratch],
+            "masks": self.masks,
+            "binds": [[p, rw] for p, rw in self.binds],
+            "proc": True,
+        }
+
+    def bwrap_args(self) -> list[str]:
+        """The plan as bubblewrap options, in mount order."""
+        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for path in sorted([*self.scratch, *self.masks], key=_depth):
+            mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
+            args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
+        hidden = [*self.scratch, *self.masks]
+        made: set[str] = set()
+        for path, rw in sorted(self.binds, key=lambda b: _depth(b[0])):
+            # bubblewrap would create the folders leading to a bind point as 0700 (root's), which
+            # the sandbox uid could not pass; create them 0755 first.
+            for parent in reversed(Path(path).parents):
+                folder = str(parent)
+                if folder not in made and _under(folder, hidden) and folder not in hidden:
+                    args += ["--perms", "0755", "--dir", folder]
+                    made.add(folder)
+            args += ["--bind" if rw else "--ro-bind", path, path]
+        return args
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def sandbox_ids(workspace: Path, uid_base: int) -> tuple[int, int] | None:
+    """The uid and gid sandboxed code runs under, or None when the harness is not root.
+
+    Derived from the workspace path, so every task has its own uid: RLIMIT_NPROC (counted per
+    uid) becomes a per-sandbox limit, and one task cannot read another's files.
+    """
+    if os.geteuid() != 0:
+        return None
+    uid = uid_base + zlib.crc32(os.fsencode(workspace)) % 65536
+    return uid, uid
+
+
+def _python_paths() -> list[str]:
+    """Folders the sandboxed Python needs: its install, its venv and its import path."""
+    paths = {sys.base_prefix, sys.prefix, sys.exec_prefix}
+    paths.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
+    paths.update(p for p in sys.path if p and Path(p).is_dir())
+    return sorted({os.path.realpath(p) for p in paths})
+
+
+def _real_dir(path: str) -> bool:
+    return Path(path).is_dir() and not Path(path).is_symlink()
+
+
+def _closed_ancestor(path: str) -> str | None:
+    """The highest folder above ``path`` that a stranger (other uid) cannot enter."""
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        folder = str(Path(*parts[:i]))
+        try:
+            mode = Path(folder).stat().st_mode
+        except OSError:
+            return None
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
+    """The file-system view for a sandbox in ``workspace``.
+
+    ``as_stranger``: sandboxed code runs under a uid of its own, so folders it could not enter
+    (mode without o+x) on the way to a needed path are masked, and the path bound back below.
+    """
+    plan = MountPlan()
+    plan.scratch = [p for p in _SCRATCH if _real_dir(p)]
+    masks = [p for p in _MASKED if _real_dir(p)]
+    home = os.path.realpath(Path.home())
+    if home != "/" and Path(home).is_dir() and not _under(home, masks):
+        masks.append(home)
+    ws = os.path.realpath(workspace)
+    needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
+    # A resolver config that lives under /run (systemd-resolved) must stay readable.
+    resolv = os.path.realpath("/etc/resolv.conf")
+    if resolv.startswith("/run/") and Path(resolv).exists():
+        needed.append((str(Path(resolv).parent), False))
+    if as_stranger:
+        for path, _ in needed:
+            closed = _closed_ancestor(path)
+            if closed and not _under(closed, masks + plan.scratch):
+                masks.append(closed)
+    plan.masks = masks
+    hidden = plan.masks + plan.scratch
+    # Bind back what a mask hides (and always the workspace, which must be writable).
+    plan.binds = [(p, rw) for p, rw in needed if rw or _under(p, hidden)]
+    return plan
+
+
+def wrapper_argv(
+    level: IsolationLevel, *, network: bool, plan: MountPlan, workspace: Path
+) -> list[str]:
+    """The command that puts the launcher into its namespaces (empty at the ``process`` level)."""
+    if level is IsolationLevel.PROCESS:
+        return []
+    if level is IsolationLevel.NAMESPACES:
+        argv = [shutil.which("unshare") or "unshare", "--mount", "--pid", "--ipc", "--uts"]
+        argv += ["--fork", "--kill-child", "--propagation", "private"]
+        if os.geteuid() != 0:
+            argv += ["--user", "--map-root-user"]
+        if not network:
+            argv.append("--net")
+        return [*argv, "--"]
+    argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-pid"]
+    argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += plan.bwrap_args()
+    argv += ["--chdir", str(workspace)]
+    return [*argv, "--"]

@@ -1,0 +1,227 @@
+"""A persistent Python interpreter in the sandbox: :class:`PythonSession`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import sys
+import time
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from types import TracebackType
+
+from omnilab.config import SandboxLimits, get_settings
+from omnilab.sandbox._headtail import HeadTail
+from omnilab.sandbox._run import start_sandbox
+from omnilab.sandbox._spawn import SandboxProcess
+from omnilab.sandbox._types import IsolationLevel, PythonResult
+
+__all__ = ["PythonSession"]
+
+_REPLY_MAX = 8 * 1024**2
+_RESTARTED = "the interpreter was restarted: variables and imports from earlier calls are gone"
+
+
+@cache
+def _driver_source() -> str:
+    return Path(__file__).with_name("_pydriver.py").read_text()
+
+
+class PythonSession:
+    """One Python interpreter per task, in a sandboxed child process.
+
+    Variables, imports and functions survive between :meth:`run` calls; a block ending in an
+    expression shows that value once (``PythonResult.value``), like a notebook. A call that
+    passes its wall-clock limit kills the interpreter (the next call starts a fresh one, and both
+    results say the state is lost). Not thread-safe: one call at a time.
+
+    Example:
+        >>> with PythonSession(workspace) as py:
+        ...     py.run("x = 21")
+        ...     py.run("x * 2").value
+        '42'
+    """
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        *,
+        limits: SandboxLimits | None = None,
+        network: bool | None = None,
+        env: Mapping[str, str] | None = None,
+        isolation: IsolationLevel | str | None = None,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.limits = limits or get_settings().sandbox.limits
+        self._network = network
+        self._env = dict(env or {})
+        self._isolation = isolation
+        self._proc: SandboxProcess | None = None
+        self._requests = -1
+        self._replies = -1
+        self._warnings: list[str] = []
+        self.calls = 0
+        """Blocks run so far."""
+        self.restarts = 0
+        """Times the interpreter had to be started again after losing its state."""
+
+    def _start(self) -> SandboxProcess:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            proc, self._warnings = start_sandbox(
+                [sys.executable, "-I", "-c", _driver_source(), str(self.limits.output_bytes)],
+                workspace=self.workspace,
+                limits=self.limits,
+                network=self._network,
+                env=self._env,
+                isolation=self._isolation,
+                fd_map={3: req_r, 4: rep_w},
+                cpu_per_process=False,
+            )
+        except BaseException:
+            for fd in (req_w, rep_r):  # the child ends were closed by start_sandbox
+                os.close(fd)
+            raise
+        proc.watch(rep_r)
+        self._requests, self._replies = req_w, rep_r
+        return proc
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            self._proc.close()
+            self._proc = None
+        if self._requests >= 0:
+            os.close(self._requests)
+            self._requests = -1
+
+    def _reply(self) -> dict[str, object] | None:
+        assert self._proc is not None
+        data = self._proc.extra.get(self._replies, bytearray())
+        if len(data) < 4:
+            return None
+        size = struct.unpack(">I", data[:4])[0]
+        if size > _REPLY_MAX:
+            return {"error": f"the interpreter sent a {size}-byte reply; killed it"}
+        if len(data) < 4 + size:
+            return None
+        body = bytes(data[4 : 4 + size])
+        del data[: 4 + size]
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            return {"error": "the interpreter sent a malformed reply; killed it"}
+        return reply if isinstance(reply, dict) else {"error": "malformed reply"}
+
+    def run(self, code: str, *, timeout: float | None = None) -> PythonResult:
+        """Runs a block of code in the session's interpreter.
+
+        Args:
+            code: Python source; its last line's value (if an expression) is returned once.
+            timeout: Wall-clock seconds for this call; default ``limits.wall_seconds``.
+
+        Returns:
+            What the block printed, its value or traceback, and whether limits stopped it.
+        """
+        started = time.monotonic()
+        state_lost = False
+        if self._proc is None or self._proc.popen.poll() is not None:
+            self._stop()
+            state_lost = self.calls > 0
+            self.restarts += int(state_lost)
+            self._proc = self._start()
+        proc = self._proc
+        self.calls += 1
+        proc.stdout = HeadTail(self.limits.output_bytes)
+        proc.stderr = HeadTail(self.limits.output_bytes)
+        body = json.dumps({"code": code, "cpu": self.limits.cpu_seconds}).encode()
+        proc.send(struct.pack(">I", len(body)) + body, fd=self._requests)
+        deadline = started + (timeout or self.limits.wall_seconds)
+        reply: dict[str, object] | None = None
+
+        def replied() -> bool:
+            nonlocal reply
+            reply = self._reply()
+            return reply is not None or self._replies not in proc.extra or proc.finished
+
+        answered = proc.pump(deadline, until=replied)
+        if reply is None and answered:
+            # The reply pipe ended: the interpreter died (os._exit, a signal, a limit).
+            proc.pump(time.monotonic() + 2.0)
+        proc.drain()
+        warnings = list(self._warnings)
+        if state_lost:
+            warnings.append(_RESTARTED)
+        killed: str | None = None
+        error: str | None = None
+        value: str | None = None
+        if reply is not None and "value" in reply:
+            # The driver shortens these itself, but it runs model code: bound them here too.
+            value = self._bounded(reply.get("value"))
+            error = self._bounded(reply.get("error"))
+            killed = {"cpu limit": "cpu limit", "memory limit": "memory limit"}.get(
+                str(reply.get("limit"))
+            )
+        else:
+            proc.kill()
+            outcome = proc.outcome(timed_out=not answered)
+            killed = outcome.killed
+            error = str(reply["error"]) if reply else self._death(outcome.exit_code, outcome.signal)
+            if not answered:
+                error = f"the call took longer than {deadline - started:.0f} s and was stopped"
+            warnings.append(
+                "the interpreter was killed: variables are lost; the next call starts afresh"
+            )
+            state_lost = True
+            self._stop()
+        return PythonResult(
+            stdout=proc.stdout.text(),
+            stderr=proc.stderr.text(),
+            value=value,
+            error=error,
+            timed_out=not answered,
+            killed=killed,
+            state_lost=state_lost,
+            duration_s=round(time.monotonic() - started, 3),
+            isolation=proc.level,
+            network=proc.network,
+            warnings=warnings,
+        )
+
+    def _bounded(self, text: object) -> str | None:
+        if not isinstance(text, str):
+            return None
+        # Room for what a healthy driver sends (limit characters, up to 4 bytes each, + marker).
+        kept = HeadTail(4 * self.limits.output_bytes + 256)
+        kept.write(text.encode())
+        return kept.text()
+
+    @staticmethod
+    def _death(code: int | None, sig: str | None) -> str:
+        how = f"signal {sig}" if sig else f"exit status {code}"
+        return f"the interpreter died ({how})"
+
+    def close(self) -> None:
+        """Kills the interpreter and everything it started; the session can start again."""
+        self._stop()
+
+    def __enter__(self) -> PythonSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A forgotten session must not leave an interpreter running (the launcher's lifeline
+        # also ends it when this process exits).
+        if getattr(self, "_proc", None) is not None:
+            with contextlib.suppress(Exception):
+                self._stop()
