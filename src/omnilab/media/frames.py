@@ -12,9 +12,10 @@ each needed frame is decoded once:
 * only the frames that are returned are converted to RGB, which is what makes exact frames cost
   little more than the decoding itself.
 
-``keyframes_only=True`` tells the decoder to drop every non-key frame and seeks once per request,
-returning the keyframe at or before each time: much faster for whole-video scans, but a frame's
-``timestamp`` may be up to one keyframe interval (GOP) earlier than ``requested``.
+``keyframes_only=True`` seeks once per request and decodes just the keyframe at or before each
+time (no other packet reaches the decoder, which also skips any non-key frame): much faster for
+whole-video scans, but a frame's ``timestamp`` may be up to one keyframe interval (GOP) earlier
+than ``requested``.
 """
 
 from __future__ import annotations
@@ -184,17 +185,19 @@ def _extract(
 
 
 def _rgb(frame: av.VideoFrame, reformatter: VideoReformatter) -> Image.Image:
-    """The frame as an RGB image, read by PIL straight out of the converted plane.
+    """The frame as an RGB image.
 
     ``VideoFrame.to_image`` copies row by row in Python and twice more after that, which costs
-    more than decoding a frame and leaves large short-lived buffers that fragment the heap.
-    PIL copies RGB data into its own layout anyway, so it reads the plane with its row stride
-    (swscale writes top-down rows, so the stride is positive).
+    more than decoding a frame. Here swscale writes RGBX, the 4-byte layout PIL keeps RGB in, and
+    PIL copies it once. Converting to 3-byte RGB instead costs about the same but leaves
+    short-lived buffers of another size between the kept images, and the heap then grows by
+    about the size of all converted frames (measured: 64 frames at 720p peaked at 480 MB instead
+    of 320 MB from the second call on).
     """
     plane = reformatter.reformat(frame, format="rgb0").planes[0]
-    size = (plane.width, plane.height)
     data = np.frombuffer(memoryview(plane), dtype=np.uint8)  # a view: no copy
-    return Image.frombuffer("RGBX", size, data, "raw", "RGBX", plane.line_size, 1).convert("RGB")
+    size = (plane.width, plane.height)
+    return Image.frombytes("RGB", size, data, "raw", "RGBX", plane.line_size, 1)
 
 
 class _Picker:
@@ -209,7 +212,7 @@ class _Picker:
         self.vs = next(s for s in container.streams.video if not _is_cover_art(s))
         if keyframes_only:
             self.vs.codec_context.skip_frame = "NONKEY"
-            # One frame per seek leaves frame threads nothing to overlap, and refilling their
+            # One packet per seek leaves frame threads nothing to overlap, and starting their
             # pipeline after every seek costs more than the keyframe itself; slices still help.
             self.vs.thread_type = "SLICE"
         else:
@@ -225,7 +228,8 @@ class _Picker:
         self.ahead: tuple[int, av.VideoFrame] | None = None
         self.ended = False
         self.failed = False
-        self.seeks = 0
+        # With ``keyframes_only``: the keyframe returned last, kept across seeks.
+        self.last_key: tuple[int, av.VideoFrame] | None = None
 
     def seconds(self, pts: int) -> float:
         """Media time of a stream timestamp."""
@@ -238,14 +242,40 @@ class _Picker:
 
     def _keyframe_at(self, t: float) -> tuple[int, av.VideoFrame]:
         self._seek(t)
-        found = self._next()
+        found = self._next_keyframe()
         if found is not None and self.seconds(found[0]) > t + _EPS:
             # The seek landed past ``t`` (a sparse or broken index): the stream start is safe.
             self._seek(None)
-            found = self._next()
+            found = self._next_keyframe()
         if found is None:
             raise self._stopped(t)
         return found
+
+    def _next_keyframe(self) -> tuple[int, av.VideoFrame] | None:
+        """Decode only the next keyframe packet, then drain the decoder for its picture.
+
+        Without the drain a decoder that reorders frames (B-frames) holds the keyframe back
+        until later pictures arrive; with non-key frames skipped those are the next keyframes,
+        so each request would decode two GOPs' worth of keyframes and demux two GOPs.
+        """
+        codec = self.vs.codec_context
+        try:
+            for packet in self.container.demux(self.vs):
+                if not packet.is_keyframe or packet.size == 0:
+                    continue
+                last = self.last_key
+                if last is not None and packet.pts is not None and packet.pts == last[0]:
+                    return last  # requests closer than a GOP share their keyframe: decode it once
+                codec.flush_buffers()  # a drained decoder takes no packet until it is reset
+                for frame in [*packet.decode(), *codec.decode(None)]:
+                    pts = frame.pts if frame.pts is not None else frame.dts
+                    if pts is not None:
+                        self.last_key = (pts, frame)
+                        return self.last_key
+        except (av.FFmpegError, EOFError):
+            self.failed = True
+        self.ended = True
+        return None
 
     def _frame_at(self, t: float) -> tuple[int, av.VideoFrame]:
         if self.ahead is not None and self.seconds(self.ahead[0]) > t + _EPS:
@@ -306,7 +336,6 @@ class _Picker:
         else:
             target = math.floor((t + self.origin) / self.tb + _EPS)
         self.container.seek(target, stream=self.vs, backward=True, any_frame=False)
-        self.seeks += 1
         self.decoded = None
         self.held = self.ahead = None
         self.ended = False
