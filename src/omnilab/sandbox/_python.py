@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
@@ -11,11 +10,11 @@ import time
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from types import TracebackType
 
-from omnilab.config import SandboxLimits, get_settings
+from omnilab.config import SandboxLimits
 from omnilab.sandbox._headtail import HeadTail
 from omnilab.sandbox._run import start_sandbox
+from omnilab.sandbox._session import Session
 from omnilab.sandbox._spawn import SandboxProcess
 from omnilab.sandbox._types import IsolationLevel, PythonResult
 
@@ -30,7 +29,7 @@ def _driver_source() -> str:
     return Path(__file__).with_name("_pydriver.py").read_text()
 
 
-class PythonSession:
+class PythonSession(Session):
     """One Python interpreter per task, in a sandboxed child process.
 
     Variables, imports and functions survive between :meth:`run` calls; a block ending in an
@@ -54,19 +53,11 @@ class PythonSession:
         env: Mapping[str, str] | None = None,
         isolation: IsolationLevel | str | None = None,
     ) -> None:
-        self.workspace = Path(workspace)
-        self.limits = limits or get_settings().sandbox.limits
-        self._network = network
-        self._env = dict(env or {})
-        self._isolation = isolation
-        self._proc: SandboxProcess | None = None
+        super().__init__(workspace, limits=limits, network=network, env=env, isolation=isolation)
         self._requests = -1
         self._replies = -1
-        self._warnings: list[str] = []
         self.calls = 0
         """Blocks run so far."""
-        self.restarts = 0
-        """Times the interpreter had to be started again after losing its state."""
 
     def _start(self) -> SandboxProcess:
         req_r, req_w = os.pipe()
@@ -203,25 +194,3 @@ class PythonSession:
     def _death(code: int | None, sig: str | None) -> str:
         how = f"signal {sig}" if sig else f"exit status {code}"
         return f"the interpreter died ({how})"
-
-    def close(self) -> None:
-        """Kills the interpreter and everything it started; the session can start again."""
-        self._stop()
-
-    def __enter__(self) -> PythonSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # A forgotten session must not leave an interpreter running (the launcher's lifeline
-        # also ends it when this process exits).
-        if getattr(self, "_proc", None) is not None:
-            with contextlib.suppress(Exception):
-                self._stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
@@ -10,12 +9,12 @@ import string
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 
-from omnilab.config import SandboxLimits, get_settings
+from omnilab.config import SandboxLimits
 from omnilab.sandbox import _procs
 from omnilab.sandbox._headtail import HeadTail
 from omnilab.sandbox._run import start_sandbox
+from omnilab.sandbox._session import Session
 from omnilab.sandbox._spawn import SandboxProcess
 from omnilab.sandbox._types import ExecResult, IsolationLevel
 
@@ -37,7 +36,7 @@ def bash_quote(text: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
-class ShellSession:
+class ShellSession(Session):
     """One bash per task, in the sandbox: ``cd``, variables and functions survive between
     commands.
 
@@ -56,18 +55,10 @@ class ShellSession:
         env: Mapping[str, str] | None = None,
         isolation: IsolationLevel | str | None = None,
     ) -> None:
-        self.workspace = Path(workspace)
-        self.limits = limits or get_settings().sandbox.limits
-        self._network = network
-        self._env = dict(env or {})
-        self._isolation = isolation
-        self._proc: SandboxProcess | None = None
+        super().__init__(workspace, limits=limits, network=network, env=env, isolation=isolation)
         self._done = -1
-        self._warnings: list[str] = []
         self.commands = 0
         """Commands run so far."""
-        self.restarts = 0
-        """Times the shell had to be started again, losing its state."""
 
     def _start(self) -> SandboxProcess:
         done_r, done_w = os.pipe()
@@ -184,25 +175,3 @@ class ShellSession:
             proc.kill()
             return
         _procs.kill_tree(launcher, include_root=False, keep=[shell])
-
-    def close(self) -> None:
-        """Kills the shell and everything it started; the session can start again."""
-        self._stop()
-
-    def __enter__(self) -> ShellSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # A forgotten session must not leave a shell running (the launcher's lifeline also ends
-        # it when this process exits).
-        if getattr(self, "_proc", None) is not None:
-            with contextlib.suppress(Exception):
-                self._stop()
