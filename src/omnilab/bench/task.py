@@ -7,13 +7,11 @@ scoring, and the dataset's original record, untouched, so nothing a benchmark sh
 
 from __future__ import annotations
 
-import mimetypes
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnilab.content import Audio, Document, Image, MediaContent, Video
+from omnilab.inputs import FileKind, InputFile, guess_kind
 
 __all__ = [
     "AnswerSet",
@@ -25,49 +23,11 @@ __all__ = [
     "guess_kind",
 ]
 
-FileKind = Literal["video", "audio", "image", "text", "document"]
-"""What an input file holds; ``text`` files are plain-text documents."""
-
 Span = tuple[float, float]
 """A time range ``(start, end)`` in seconds."""
 
-_TEXT_SUFFIXES = frozenset({".txt", ".md", ".csv", ".json", ".jsonl", ".srt", ".vtt"})
-
-
-def guess_kind(path: str | Path) -> FileKind:
-    """The kind of a file from its name: video, audio, image, text, else document."""
-    name = Path(path).name.lower()
-    guessed, _ = mimetypes.guess_type(name)
-    major = (guessed or "").split("/")[0]
-    if major in ("video", "audio", "image"):
-        return major  # type: ignore[return-value]  # narrowed by the membership test
-    if Path(name).suffix in _TEXT_SUFFIXES:
-        return "text"
-    return "document"
-
-
-class TaskFile(BaseModel):
-    """One input file of a task."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    """The name the question and the perception tools use (e.g. ``video_hLJ_RCSKF8o``)."""
-    kind: FileKind
-    path: Path
-    """Where the file is expected: the dataset's path resolved against the media root."""
-    given: str
-    """The path exactly as the dataset wrote it."""
-
-    def content(self) -> MediaContent:
-        """The file as a message content part (text files are sent as documents)."""
-        if self.kind == "video":
-            return Video(path=self.path)
-        if self.kind == "audio":
-            return Audio(path=self.path)
-        if self.kind == "image":
-            return Image(path=self.path)
-        return Document(path=self.path)
+TaskFile = InputFile
+"""One input file of a task (:class:`omnilab.inputs.InputFile`; the old name is kept)."""
 
 
 class AnswerSet(BaseModel):

@@ -15,6 +15,7 @@ from omnilab.cli import demo, media
 from omnilab.cli import digest as digest_cmd
 from omnilab.cli import index as index_cmd
 from omnilab.cli import models as models_cmd
+from omnilab.cli import trace as trace_cmd
 from omnilab.errors import OmnilabError
 
 __all__ = ["app", "main"]
@@ -33,6 +34,7 @@ app.command("demo")(demo.demo)
 app.command("digest")(digest_cmd.digest)
 app.command("models")(models_cmd.list_models)
 app.command("chat")(models_cmd.chat)
+app.command("trace")(trace_cmd.trace)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,43 @@
+"""``omnilab trace FILE``: print a saved trajectory, compactly or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from omnilab.trajectory import EventAdapter, read_trajectory, render_text
+
+__all__ = ["trace"]
+
+
+def trace(
+    file: Annotated[Path, typer.Argument(help="A trajectory file (.jsonl) written by a run.")],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the header and events as one JSON object.")
+    ] = False,
+    width: Annotated[
+        int | None,
+        typer.Option("--width", help="Cut lines to this many characters (default: terminal)."),
+    ] = None,
+) -> None:
+    """Print a saved trajectory step by step: thoughts, tool calls, observations, the answer.
+
+    A file cut off by a crash is read up to its last complete event, with a warning.
+    """
+    traj = read_trajectory(file)
+    if json_out:
+        data = {
+            "header": traj.header.model_dump(mode="json"),
+            "truncated": traj.truncated,
+            "warnings": traj.warnings,
+            "events": [EventAdapter.dump_python(e, mode="json") for e in traj.events],
+        }
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    # Model text may contain [brackets]: never read it as rich markup.
+    console = Console(highlight=False, emoji=False, soft_wrap=True)
+    console.print(render_text(traj, width=width or max(console.width, 40)), markup=False)

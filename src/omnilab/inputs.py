@@ -1,0 +1,264 @@
+"""The input files of one task or one question, and how tools refer to them.
+
+A model never sees file-system paths it could misuse: every input gets a short id (``video_1``,
+``audio_2``, or the id a benchmark assigns), the first user message lists each id with what the
+file is (:meth:`InputSet.listing`), and tools accept only an id or a bare file name from that
+list (:meth:`InputSet.resolve`). Anything else, a path above all, is refused with the valid ids.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from omnilab.content import Audio, Document, Image, MediaContent, Video
+from omnilab.errors import OmnilabError
+
+if TYPE_CHECKING:
+    from omnilab.media.probe import MediaInfo
+
+__all__ = [
+    "FileKind",
+    "InputFile",
+    "InputKindError",
+    "InputMissingError",
+    "InputNotFound",
+    "InputSet",
+    "guess_kind",
+]
+
+FileKind = Literal["video", "audio", "image", "text", "document"]
+"""What an input file holds; ``text`` files are plain-text documents."""
+
+_TEXT_SUFFIXES = frozenset({".txt", ".md", ".csv", ".json", ".jsonl", ".srt", ".vtt"})
+# Models copy ids out of questions that write them as <video_abc> (OmniGAIA does).
+_BRACKETS = ("<", ">")
+
+
+def guess_kind(path: str | Path) -> FileKind:
+    """The kind of a file from its name: video, audio, image, text, else document."""
+    name = Path(path).name.lower()
+    guessed, _ = mimetypes.guess_type(name)
+    major = (guessed or "").split("/")[0]
+    if major in ("video", "audio", "image"):
+        return major  # type: ignore[return-value]  # narrowed by the membership test
+    if Path(name).suffix in _TEXT_SUFFIXES:
+        return "text"
+    return "document"
+
+
+class InputFile(BaseModel):
+    """One input file of a task."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The name the question and the perception tools use (e.g. ``video_hLJ_RCSKF8o``)."""
+    kind: FileKind
+    path: Path
+    """Where the file is expected: the dataset's path resolved against the media root."""
+    given: str
+    """The path exactly as the dataset (or the user) wrote it."""
+
+    def probe(self) -> MediaInfo:
+        """The file's media facts; a missing file's error names the id, never the path."""
+        from omnilab.media.errors import MediaError, MediaErrorCode
+        from omnilab.media.probe import probe
+
+        if not self.path.exists():
+            raise MediaError(
+                MediaErrorCode.NOT_FOUND,
+                f"{self.id} ({self.path.name}) is not available: its file is missing",
+                path=self.path,
+            )
+        return probe(self.path)
+
+    def content(self) -> MediaContent:
+        """The file as a message content part (text files are sent as documents)."""
+        if self.kind == "video":
+            return Video(path=self.path)
+        if self.kind == "audio":
+            return Audio(path=self.path)
+        if self.kind == "image":
+            return Image(path=self.path)
+        return Document(path=self.path)
+
+
+class InputNotFound(OmnilabError):  # noqa: N818  (the contract other modules code against)
+    """A reference to an input that the task does not have; the message lists the valid ids."""
+
+    code = "UNKNOWN_ID"
+
+
+class InputKindError(InputNotFound):
+    """A reference to an input of the wrong kind (e.g. an image id given to ``read_video``)."""
+
+    code = "WRONG_KIND"
+
+
+class InputMissingError(OmnilabError):
+    """A path given as an input does not exist."""
+
+    code = "NOT_FOUND"
+
+
+def _detect_kind(path: Path) -> FileKind:
+    """Video, audio or image by content (probe); other files by name."""
+    guessed = guess_kind(path)
+    if guessed == "text":
+        # FFmpeg reads some text formats as streams (tty art, subtitles): never media here.
+        return guessed
+    # Imported here: probing loads PyAV, which callers that only build sets from tasks never need.
+    from omnilab.media.errors import MediaError
+    from omnilab.media.probe import probe
+
+    try:
+        return probe(path).kind.value
+    except MediaError:
+        # A file named .mp4 that does not decode is still listed as a video, with its error.
+        return guessed
+
+
+class InputSet:
+    """The inputs of one task, addressable by id or file name only."""
+
+    def __init__(self, files: Sequence[InputFile]) -> None:
+        seen: set[str] = set()
+        for f in files:
+            if f.id in seen:
+                raise ValueError(f"two inputs have the id {f.id!r}")
+            seen.add(f.id)
+        self._files = list(files)
+
+    @classmethod
+    def from_paths(cls, paths: Sequence[str | Path]) -> InputSet:
+        """Inputs from paths as a user typed them, with ids ``video_1``, ``audio_1``, ``image_1``...
+
+        The kind comes from the file's content (a ``.mp4`` holding only sound is audio); files
+        that are not media are ``text`` or ``document`` by name. Raises
+        :class:`InputMissingError` for a path that does not exist.
+        """
+        counts: dict[str, int] = {}
+        files: list[InputFile] = []
+        for given in paths:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise InputMissingError(f"input file not found: {given} (check the path)")
+            kind = _detect_kind(path)
+            counts[kind] = counts.get(kind, 0) + 1
+            files.append(
+                InputFile(
+                    id=f"{kind}_{counts[kind]}", kind=kind, path=path.resolve(), given=str(given)
+                )
+            )
+        return cls(files)
+
+    def __iter__(self) -> Iterator[InputFile]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __repr__(self) -> str:
+        return f"InputSet({', '.join(f.id for f in self._files)})"
+
+    def ids(self, kinds: Collection[FileKind] | None = None) -> list[str]:
+        """The ids of the inputs (of ``kinds`` when given), in order."""
+        return [f.id for f in self._files if kinds is None or f.kind in kinds]
+
+    def resolve(self, ref: str, *, kinds: Collection[FileKind] | None = None) -> InputFile:
+        """The input named ``ref``: an id, or the file name of exactly one input.
+
+        Raises :class:`InputNotFound` (``UNKNOWN_ID``) for anything else, paths included, and
+        :class:`InputKindError` (``WRONG_KIND``) when the input is not one of ``kinds``; both
+        messages list the ids that would have worked.
+        """
+        name = ref.strip()
+        if name.startswith(_BRACKETS[0]) and name.endswith(_BRACKETS[1]):
+            name = name[1:-1].strip()
+        found = self._lookup(ref, name)
+        if kinds is not None and found.kind not in kinds:
+            wanted = " or ".join(kinds)
+            raise InputKindError(
+                f"{found.id} ({found.path.name}) is {_article(found.kind)} {found.kind}, "
+                f"not {_article(wanted)} {wanted}; {self._valid(kinds)}"
+            )
+        return found
+
+    def _lookup(self, ref: str, name: str) -> InputFile:
+        # Only names in this set are ever matched: the file system is never consulted, so no
+        # reference can reach a file that is not an input, whatever it contains.
+        for f in self._files:
+            if f.id == name:
+                return f
+        if not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise InputNotFound(
+                f"{ref!r} is not an input id: paths are not accepted, give an id or file name "
+                f"from the input list; {self._valid(None)}"
+            )
+        by_name = [f for f in self._files if f.path.name == name]
+        if len(by_name) == 1:
+            return by_name[0]
+        if len(by_name) > 1:
+            ids = ", ".join(f.id for f in by_name)
+            raise InputNotFound(f"{name!r} is the file name of several inputs ({ids}): use the id")
+        raise InputNotFound(f"unknown input {ref!r}; {self._valid(None)}")
+
+    def _valid(self, kinds: Collection[FileKind] | None) -> str:
+        files = [f for f in self._files if kinds is None or f.kind in kinds]
+        if not files:
+            what = " or ".join(kinds) if kinds is not None else ""
+            return f"this task has no {what + ' ' if what else ''}inputs"
+        listed = ", ".join(f"{f.id} ({f.path.name})" for f in files)
+        return f"valid ids: {listed}"
+
+    def listing(self) -> str:
+        """A text block for the first user message: one line per input with id, kind and facts.
+
+        Media files are probed (duration, picture size, whether a video has sound); a file that
+        cannot be read is listed with the reason, so the model knows not to ask for it.
+        """
+        if not self._files:
+            return "Input files: none."
+        lines = ["Input files (refer to them by id in tool calls):"]
+        lines.extend(f"- {_describe(f)}" for f in self._files)
+        return "\n".join(lines)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _describe(f: InputFile) -> str:
+    from omnilab.media.errors import MediaError, fmt_s
+
+    head = f"{f.id}: {f.kind}, file {f.path.name}"
+    if f.kind not in ("video", "audio", "image"):
+        try:
+            return f"{head}, {_size(f.path.stat().st_size)}"
+        except OSError as e:
+            return f"{head}, unreadable: {e.strerror or e}"
+    try:
+        info = f.probe()
+    except MediaError as e:
+        return f"{head}, unreadable [{e.code}]: {e.message}"
+    facts = []
+    if info.duration is not None and f.kind != "image":
+        facts.append(f"duration {fmt_s(info.duration)}")
+    if info.width and info.height:
+        facts.append(f"size {info.width}x{info.height}")
+    if f.kind == "video":
+        facts.append("with audio" if info.has_audio else "no audio")
+    return ", ".join([head, *facts])
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024**2:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024**2:.1f} MB"

@@ -1,0 +1,316 @@
+"""Active perception: ``read_video``, ``read_audio`` and ``read_image`` with OmniGAIA's schemas.
+
+The schemas (names, descriptions, properties) are OmniGAIA's Appendix B.3, kept verbatim in
+``tools/schemas/omnigaia_perception.json``. Ids resolve only to the task's own inputs, by id or
+file name (:meth:`omnilab.inputs.InputSet.resolve`); paths are refused.
+
+What comes back depends on the model's :class:`~omnilab.models.Capabilities`:
+
+- a model that takes video gets the segment as a :class:`~omnilab.content.Video` part with its
+  time range (the sound goes with it);
+- a model that takes images gets frames (``perception_tools.video_fps``, at most
+  ``perception_tools.video_max_frames``), each after a text part with its time, and the
+  segment's audio as 16 kHz WAV when it also takes audio; crops are saved as PNG;
+- otherwise the tool answers in text: OCR of frames or of the image, timed speech (ASR) and sound
+  events, with the times examined (see :mod:`omnilab.tools._evidence`).
+
+Times are whole seconds in the schema; ``t_end`` up to the next whole second past the end reads
+as "to the end", since a model cannot name a fractional duration. Derived files (frames, audio
+segments, crops) go to ``workspace/perception/`` when a workspace is given, else to the media
+cache.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from PIL import Image as PILImage
+
+from omnilab.config import get_settings
+from omnilab.content import Audio, Content, Image, Text, Video
+from omnilab.errors import OmnilabError
+from omnilab.inputs import FileKind, InputFile, InputSet
+from omnilab.media._validate import check_time_range, require_audio, require_video
+from omnilab.media.audio import audio_segment
+from omnilab.media.cache import MediaCache
+from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
+from omnilab.media.frames import frames
+from omnilab.media.image import crop, load_image
+from omnilab.media.probe import MediaInfo
+from omnilab.models.capabilities import Capabilities
+from omnilab.tools import _evidence
+from omnilab.tools._specs import omnigaia_function
+from omnilab.tools.base import Tool, tool
+
+__all__ = ["InvalidToolArgs", "MediaStore", "active_perception_tools"]
+
+_JPEG_QUALITY = 90
+_VIDEO: tuple[FileKind, ...] = ("video",)
+_AUDIBLE: tuple[FileKind, ...] = ("audio", "video")
+_IMAGE: tuple[FileKind, ...] = ("image",)
+
+
+class InvalidToolArgs(OmnilabError):  # noqa: N818  (named after the code the model sees)
+    """Arguments that pass the schema but cannot be served; the model sees ``INVALID_ARGS``."""
+
+    code = "INVALID_ARGS"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+class MediaStore:
+    """Where derived media files go: ``workspace/perception/`` if given, else the media cache."""
+
+    def __init__(self, workspace: Path | None) -> None:
+        self.folder = Path(workspace) / "perception" if workspace is not None else None
+
+    def save(
+        self,
+        source: Path,
+        op: str,
+        params: dict[str, object],
+        name: str,
+        produce: Callable[[Path], None],
+    ) -> Path:
+        """The file for ``op(source, **params)``, written by ``produce(path)`` when missing."""
+        suffix = Path(name).suffix
+        if self.folder is None:
+            cache = MediaCache.default()
+            return cache.get_or_create(cache.key(source, op, params), suffix, produce)
+        dest = self.folder / _safe(name)
+        if dest.is_file():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside the target and renamed, so a reader never sees half a file.
+        tmp = dest.with_name(f".{dest.stem}.tmp-{uuid.uuid4().hex}{suffix}")
+        try:
+            produce(tmp)
+            tmp.replace(dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return dest
+
+    def image(
+        self, source: Path, op: str, params: dict[str, object], name: str, image: PILImage.Image
+    ) -> Path:
+        """:meth:`save` for a picture: JPEG (quality 90) or PNG, as ``name`` ends."""
+        fmt = "PNG" if name.lower().endswith(".png") else "JPEG"
+
+        def write(dest: Path) -> None:
+            if fmt == "JPEG":
+                image.save(dest, format=fmt, quality=_JPEG_QUALITY)
+            else:
+                image.save(dest, format=fmt)
+
+        return self.save(source, op, params, name, write)
+
+    def audio(self, f: InputFile, start: float, end: float) -> Path:
+        """The 16 kHz mono WAV of ``[start, end)`` of ``f``."""
+        if self.folder is None:
+            return audio_segment(f.path, start, end)
+        dest = self.folder / _safe(f"{f.id}_{start:g}-{end:g}s.wav")
+        return dest if dest.is_file() else audio_segment(f.path, start, end, out=dest)
+
+
+def segment(
+    f: InputFile, info: MediaInfo, t_start: float, t_end: float, *, max_seconds: float | None
+) -> tuple[float, float]:
+    """Validate ``[t_start, t_end]`` against ``info``; errors say what the file allows."""
+    end = t_end
+    duration = info.duration
+    if duration is not None and duration < t_end <= math.ceil(duration):
+        end = duration  # integer times cannot name a fractional end
+    try:
+        return check_time_range(
+            info,
+            t_start,
+            end,
+            names=("t_start", "t_end"),
+            max_seconds=max_seconds,
+            limit_setting="OMNILAB_MEDIA__MAX_CLIP_SECONDS",
+        )
+    except MediaError as e:
+        if e.code is MediaErrorCode.INVALID_RANGE and duration is not None:
+            raise MediaError(
+                e.code, f"{e.message}; {f.id} runs from 0.0 s to {fmt_s(duration)}", path=e.path
+            ) from None
+        raise
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _frame_count(length: float, fps: float, cap: int) -> int:
+    return max(1, min(cap, math.floor(length * fps + 1e-9) + 1))
+
+
+class _Reader:
+    """The state the three tools share: the inputs, the model's capabilities, the store."""
+
+    def __init__(self, inputs: InputSet, capabilities: Capabilities, store: MediaStore) -> None:
+        self.inputs = inputs
+        self.caps = capabilities
+        self.store = store
+
+    def video(self, video_id: str, t_start: float, t_end: float) -> list[Content]:
+        f = self.inputs.resolve(video_id, kinds=_VIDEO)
+        info = f.probe()
+        require_video(info)
+        limit = get_settings().media.max_clip_seconds if self.caps.video else None
+        s, e = segment(f, info, t_start, t_end, max_seconds=limit)
+        where = f"{f.id} ({f.path.name}) from {fmt_s(s)} to {fmt_s(e)}"
+        if self.caps.video:
+            sound = "with its audio" if info.has_audio else "no audio track"
+            return [Text(text=f"{where}, as video ({sound})"), Video(path=f.path, start=s, end=e)]
+        parts: list[Content] = []
+        if self.caps.image:
+            parts.extend(self._frames(f, info, s, e, where))
+        else:
+            parts.append(Text(text=f"{where}, as text (this model does not take images)"))
+            parts.append(Text(text=self._frames_text(f, s, e)))
+        if not info.has_audio:
+            parts.append(Text(text="No audio track."))
+        elif self.caps.audio:
+            parts.append(Text(text=f"Audio of {f.id} from {fmt_s(s)} to {fmt_s(e)}:"))
+            parts.append(Audio(path=self.store.audio(f, s, e), mime_type="audio/wav"))
+        else:
+            parts.append(Text(text=_evidence.sound_text(f.path, s, e)))
+        return parts
+
+    def _frames(
+        self, f: InputFile, info: MediaInfo, s: float, e: float, where: str
+    ) -> list[Content]:
+        settings = get_settings().perception_tools
+        n = _frame_count(e - s, settings.video_fps, settings.video_max_frames)
+        edge = self.caps.max_image_edge or settings.frame_max_edge
+        shots = frames(f.path, s, e, num=n, max_edge=edge)
+        parts: list[Content] = [
+            Text(text=f"{where}: {_count(len(shots), 'frame')}, each preceded by its time")
+        ]
+        for shot in shots:
+            params: dict[str, object] = {"t": shot.requested, "edge": edge}
+            name = f"{f.id}_t{shot.requested:.3f}_e{edge}.jpg"
+            path = self.store.image(f.path, "read_video_frame", params, name, shot.image)
+            parts.append(Text(text=f"t={fmt_s(shot.timestamp)}"))
+            parts.append(Image(path=path, mime_type="image/jpeg"))
+        return parts
+
+    def _frames_text(self, f: InputFile, s: float, e: float) -> str:
+        settings = get_settings().perception_tools
+        fps = settings.video_fps
+        n = _frame_count(e - s, fps, min(settings.video_max_frames, settings.ocr_max_frames))
+        shots = frames(f.path, s, e, num=n)
+        return _evidence.frames_text([(shot.timestamp, shot.image) for shot in shots])
+
+    def audio(self, audio_id: str, t_start: float, t_end: float) -> list[Content]:
+        f = self.inputs.resolve(audio_id, kinds=_AUDIBLE)
+        info = f.probe()
+        require_audio(info)
+        s, e = segment(f, info, t_start, t_end, max_seconds=None)
+        track = " (the video's audio track)" if f.kind == "video" else ""
+        where = f"{f.id} ({f.path.name}){track} from {fmt_s(s)} to {fmt_s(e)}"
+        if self.caps.audio:
+            wav = self.store.audio(f, s, e)
+            return [Text(text=f"{where}:"), Audio(path=wav, mime_type="audio/wav")]
+        return [
+            Text(text=f"{where}, as text (this model does not take audio)"),
+            Text(text=_evidence.sound_text(f.path, s, e)),
+        ]
+
+    def image(self, image_ids: list[str] | str, crop_box: list[float] | None) -> list[Content]:
+        ids = [image_ids] if isinstance(image_ids, str) else list(image_ids)
+        if not ids:
+            valid = ", ".join(self.inputs.ids(_IMAGE)) or "none in this task"
+            raise InvalidToolArgs(f"image_ids is empty; give at least one image id ({valid})")
+        files = list(
+            {f.id: f for f in (self.inputs.resolve(i, kinds=_IMAGE) for i in ids)}.values()
+        )
+        parts: list[Content] = []
+        for f in files:
+            parts.extend(self._image(f, crop_box))
+        return parts
+
+    def _image(self, f: InputFile, crop_box: list[float] | None) -> list[Content]:
+        info = f.probe()
+        where = f"{f.id} ({f.path.name}, {info.width}x{info.height})"
+        if crop_box is None and self.caps.image:
+            return [Text(text=f"{where}:"), Image(path=f.path)]
+        picture = load_image(f.path)
+        if crop_box is not None:
+            picture = crop(picture, crop_box, name=f.id)
+            box = [round(v) for v in crop_box]
+            where += f" cropped to {box} ({picture.width}x{picture.height})"
+            if self.caps.image:
+                name = f"{f.id}_crop_{'_'.join(map(str, box))}.png"
+                path = self.store.image(f.path, "read_image_crop", {"box": box}, name, picture)
+                return [Text(text=f"{where}:"), Image(path=path, mime_type="image/png")]
+        return [
+            Text(text=f"{where}, as text (this model does not take images)"),
+            Text(text=_evidence.image_text(picture)),
+        ]
+
+
+def active_perception_tools(
+    inputs: InputSet, *, capabilities: Capabilities, workspace: Path | None = None
+) -> list[Tool]:
+    """``read_video``, ``read_audio`` and ``read_image`` over ``inputs``, for a model that has
+    ``capabilities``, with OmniGAIA's exact schemas (Appendix B.3)."""
+    reader = _Reader(inputs, capabilities, MediaStore(workspace))
+    video_spec = omnigaia_function("read_video")
+    audio_spec = omnigaia_function("read_audio")
+    image_spec = omnigaia_function("read_image")
+
+    @tool(
+        name="read_video",
+        description=video_spec["description"],
+        parameters=video_spec["parameters"],
+    )
+    def read_video(video_id: str, t_start: float, t_end: float) -> list[Content]:
+        """Read a segment of a video: frames with times and its audio, or text evidence.
+
+        Args:
+            video_id: The id (or file name) of a video input.
+            t_start: Start time in seconds.
+            t_end: End time in seconds.
+        """
+        return reader.video(video_id, t_start, t_end)
+
+    @tool(
+        name="read_audio",
+        description=audio_spec["description"],
+        parameters=audio_spec["parameters"],
+    )
+    def read_audio(audio_id: str, t_start: float, t_end: float) -> list[Content]:
+        """Listen to a segment of an audio input or of a video's audio track.
+
+        Args:
+            audio_id: The id (or file name) of an audio or video input.
+            t_start: Start time in seconds.
+            t_end: End time in seconds.
+        """
+        return reader.audio(audio_id, t_start, t_end)
+
+    @tool(
+        name="read_image",
+        description=image_spec["description"],
+        parameters=image_spec["parameters"],
+    )
+    def read_image(
+        image_ids: list[str] | str, crop_box: list[float] | None = None
+    ) -> list[Content]:
+        """View image inputs, optionally cropped to one box.
+
+        Args:
+            image_ids: Ids (or file names) of image inputs.
+            crop_box: [left, top, right, bottom] in pixels, applied to every image.
+        """
+        return reader.image(image_ids, crop_box)
+
+    return [read_video, read_audio, read_image]

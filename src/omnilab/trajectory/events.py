@@ -1,0 +1,152 @@
+"""The events a run emits: one discriminated union, one versioned schema.
+
+Every event has a ``kind`` (the discriminator), an ``id`` and a ``timestamp``. The model call
+event is :class:`omnilab.models.events.ModelCallEvent` itself, so a :class:`~omnilab.models.Model`
+writes straight into a trajectory by taking the writer as its sink; its output carries the
+assistant message whole, so the conversation can be rebuilt from the events without any copy.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
+
+from omnilab.content import Text
+from omnilab.inputs import InputFile
+from omnilab.models.events import ModelCallEvent
+from omnilab.models.types import Message, Usage
+from omnilab.tools.base import ToolResult
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AnswerEvent",
+    "ErrorEvent",
+    "Event",
+    "EventAdapter",
+    "MessageAdded",
+    "ModelCall",
+    "RunEnd",
+    "RunStart",
+    "RunStatus",
+    "ToolResultEvent",
+    "tool_message",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the trajectory file format; bumped when an event changes incompatibly."""
+
+RunStatus = Literal["answered", "no_answer", "error", "budget"]
+"""How a run ended: with an answer, without one, on an error, or out of turns/tokens/time."""
+
+ModelCall = ModelCallEvent
+"""One model call (``kind="model_call"``): input summary, output or error, usage, latency."""
+
+
+class _Event(BaseModel):
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    timestamp: float = Field(default_factory=time.time)
+    """Unix time the event happened."""
+
+
+class RunStart(_Event):
+    """The first event of a run: what was asked, with which inputs, by which agent and models."""
+
+    kind: Literal["run_start"] = "run_start"
+    run_id: str
+    task_id: str | None = None
+    question: str
+    inputs: list[InputFile] = Field(default_factory=list)
+    agent: str
+    """The scaffold's name (``tir``, ``ota``, ...)."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """Model names by role (``agent``, ``perception``, ``judge``, ...); never keys."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The agent's settings: budgets, tool names, prompt names."""
+
+
+class MessageAdded(_Event):
+    """A message the agent put into its context that no model or tool produced.
+
+    The system prompt, the first user message, step notices and the forced-final prompt.
+    """
+
+    kind: Literal["message"] = "message"
+    message: Message
+
+
+class ToolResultEvent(_Event):
+    """One tool call's outcome: ``result`` is exactly what was sent back to the model."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: ToolResult
+    duration_s: float = 0.0
+
+
+class AnswerEvent(_Event):
+    """The run's final answer: the model's text and the extracted answer (``None`` if none)."""
+
+    kind: Literal["answer"] = "answer"
+    text: str
+    answer: str | None = None
+    forced: bool = False
+    """True when the answer came after the forced-final prompt (budget exhausted)."""
+
+
+class ErrorEvent(_Event):
+    """Something went wrong that the run could not recover from inside the loop."""
+
+    kind: Literal["error"] = "error"
+    error_kind: str
+    """What failed: ``model``, ``tool``, ``budget``, ``internal``, or a finer code."""
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Machine-readable extras (a traceback, the failing model's name); never secrets."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_alias(cls, data: Any) -> Any:
+        # ``kind`` is every event's discriminator; callers that write ErrorEvent(kind="model")
+        # mean the error's kind, which is kept in ``error_kind``.
+        if isinstance(data, dict) and data.get("kind", "error") != "error":
+            data = dict(data)
+            data.setdefault("error_kind", data.pop("kind"))
+        return data
+
+
+class RunEnd(_Event):
+    """The last event of a run."""
+
+    kind: Literal["run_end"] = "run_end"
+    status: RunStatus
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens of every model call of the run (perception and judge models included)."""
+    wall_s: float
+    turns: int
+
+
+Event = Annotated[
+    RunStart | MessageAdded | ModelCallEvent | ToolResultEvent | AnswerEvent | ErrorEvent | RunEnd,
+    Field(discriminator="kind"),
+]
+"""Any trajectory event, told apart by ``kind``."""
+
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+"""Validates and serialises one :data:`Event` (``EventAdapter.validate_json(line)``)."""
+
+
+def tool_message(call_id: str, result: ToolResult) -> Message:
+    """The tool message that carries ``result`` to the model, as agents send it.
+
+    An error becomes its one line (``Error [TS_OOB]: ...``); otherwise the content goes as it is
+    (a result with no content says so, since some providers reject empty tool messages).
+    """
+    if result.error is not None:
+        return Message(role="tool", content=[Text(text=result.text)], tool_call_id=call_id)
+    content = list(result.content) or [Text(text="(no output)")]
+    return Message(role="tool", content=content, tool_call_id=call_id)

@@ -1,0 +1,274 @@
+"""Trajectory files: versioned JSONL written one fsynced line per event, and read back.
+
+The first line is a header (``format``, ``schema_version``, ``run_id``, ``created``); every
+further line is one :data:`~omnilab.trajectory.events.Event`. Each line is flushed and synced to
+disk before :meth:`TrajectoryWriter.emit` returns, so a run that is killed leaves every event it
+emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and skips.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal, Self
+
+from pydantic import BaseModel, Field, ValidationError
+
+from omnilab.errors import OmnilabError
+from omnilab.models.events import ModelCallEvent
+from omnilab.models.types import Message, ToolCall, Usage
+from omnilab.trajectory.events import (
+    SCHEMA_VERSION,
+    AnswerEvent,
+    Event,
+    EventAdapter,
+    MessageAdded,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    ToolResultEvent,
+    tool_message,
+)
+
+__all__ = [
+    "Trajectory",
+    "TrajectoryError",
+    "TrajectoryHeader",
+    "TrajectoryWriter",
+    "read_trajectory",
+]
+
+FORMAT: Literal["omnilab-trajectory"] = "omnilab-trajectory"
+
+
+class TrajectoryError(OmnilabError):
+    """A file that is not a readable trajectory (one line saying why)."""
+
+
+class TrajectoryHeader(BaseModel):
+    """The first line of a trajectory file."""
+
+    format: Literal["omnilab-trajectory"] = FORMAT
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created: str
+    """When the file was started, ISO 8601 in UTC."""
+
+
+class TrajectoryWriter:
+    """Appends events to a JSONL file, each synced to disk before :meth:`emit` returns.
+
+    Usable as a :class:`~omnilab.models.Model` sink (``sink=writer``) and as a context manager.
+    An existing file at ``path`` is replaced: a trajectory belongs to one run.
+    """
+
+    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
+        self.path = Path(path)
+        self.run_id = run_id or uuid.uuid4().hex
+        self.header = TrajectoryHeader(
+            run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        # Model sinks may be called from worker threads (tools run in threads): one line at a time.
+        self._lock = threading.Lock()
+        self._write(self.header.model_dump_json())
+
+    def emit(self, event: Event) -> None:
+        """Append ``event`` as one line and sync it to disk."""
+        self._write(EventAdapter.dump_json(event, fallback=str).decode("utf-8"))
+
+    def __call__(self, event: Event) -> None:
+        """:meth:`emit`, so the writer can be passed wherever an event sink is expected."""
+        self.emit(event)
+
+    def _write(self, line: str) -> None:
+        with self._lock:
+            if self._file is None:
+                raise ValueError(f"trajectory writer for {self.path} is closed")
+            # One write per line: a kill can cut the last line short but never interleave two.
+            self._file.write(line + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._file is None
+
+    def close(self) -> None:
+        """Close the file (events already emitted are on disk either way)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Trajectory(BaseModel):
+    """A run read back from its events, with views the viewer, metrics and export share."""
+
+    header: TrajectoryHeader
+    events: list[Event] = Field(default_factory=list)
+    path: Path | None = None
+    truncated: bool = False
+    """True when the last line was cut off (the run was killed while writing it)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the reader skipped and why."""
+
+    @property
+    def run_start(self) -> RunStart | None:
+        """The run's first event, when it was written."""
+        return next((e for e in self.events if isinstance(e, RunStart)), None)
+
+    @property
+    def run_end(self) -> RunEnd | None:
+        """The run's last event; ``None`` for a run that did not finish."""
+        return next((e for e in reversed(self.events) if isinstance(e, RunEnd)), None)
+
+    @property
+    def final(self) -> AnswerEvent | None:
+        """The last answer event."""
+        return next((e for e in reversed(self.events) if isinstance(e, AnswerEvent)), None)
+
+    @property
+    def answer(self) -> str | None:
+        """The extracted final answer, or ``None`` when the run gave none."""
+        final = self.final
+        return final.answer if final is not None else None
+
+    @property
+    def status(self) -> RunStatus | Literal["incomplete"]:
+        """How the run ended; ``incomplete`` when it has no end event (killed or still running)."""
+        end = self.run_end
+        return end.status if end is not None else "incomplete"
+
+    @property
+    def model_calls(self) -> list[ModelCallEvent]:
+        """Every model call, in order (side calls by perception tools included)."""
+        return [e for e in self.events if isinstance(e, ModelCallEvent)]
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens of the run: the end event's totals, else the sum over the model calls seen."""
+        end = self.run_end
+        if end is not None:
+            return end.usage
+        total = Usage()
+        for call in self.model_calls:
+            total = total + call.usage
+        return total
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls of the conversation's assistant messages, in order."""
+        return [c for m in self.messages() if m.role == "assistant" for c in m.tool_calls]
+
+    @property
+    def tool_results(self) -> list[ToolResultEvent]:
+        """Every tool result, in order."""
+        return [e for e in self.events if isinstance(e, ToolResultEvent)]
+
+    def messages(self, *, model: str | None = None) -> list[Message]:
+        """The agent's conversation rebuilt from the events (for training export and viewers).
+
+        Added messages and tool results are taken as they are; a model call contributes its
+        assistant message when it succeeded and was sent the whole conversation so far. That
+        tells the agent's turns from side calls on the same sink (a perception tool's model is
+        sent its own two messages); ``model`` restricts the turns to one model name as well.
+        """
+        out: list[Message] = []
+        for event in self.events:
+            if isinstance(event, MessageAdded):
+                out.append(event.message)
+            elif isinstance(event, ToolResultEvent):
+                out.append(tool_message(event.call_id, event.result))
+            elif (
+                isinstance(event, ModelCallEvent)
+                and event.output is not None
+                and event.input.messages == len(out)
+                and (model is None or event.model == model)
+            ):
+                out.append(event.output.message)
+        return out
+
+
+def _header(path: Path, first: bytes) -> TrajectoryHeader:
+    try:
+        raw = json.loads(first)
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise TrajectoryError(f"{path} is not an omnilab trajectory (its first line is no header)")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        hint = (
+            "it was written by a newer omnilab: upgrade omnilab to read it"
+            if isinstance(version, int) and version > SCHEMA_VERSION
+            else "this version is not supported"
+        )
+        raise TrajectoryError(
+            f"{path} has trajectory schema version {version!r}, this omnilab reads version "
+            f"{SCHEMA_VERSION}; {hint}"
+        )
+    try:
+        return TrajectoryHeader.model_validate(raw)
+    except ValidationError as e:
+        raise TrajectoryError(f"{path} has a malformed header ({e.errors()[0]['msg']})") from None
+
+
+def read_trajectory(path: Path) -> Trajectory:
+    """Read a trajectory file; a cut-off last line is skipped and reported in ``warnings``.
+
+    Raises :class:`TrajectoryError` for a missing, empty or foreign file, an unsupported schema
+    version, or a damaged line before the last.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TrajectoryError(f"cannot read trajectory {p}: {e.strerror or e}") from None
+    lines = data.split(b"\n")
+    if lines and not lines[-1].strip():
+        lines.pop()  # the newline that ends the last complete line
+    if not lines:
+        raise TrajectoryError(f"{p} is empty: the run wrote nothing (not even its header)")
+    header = _header(p, lines[0])
+    events: list[Event] = []
+    warnings: list[str] = []
+    truncated = False
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            events.append(EventAdapter.validate_json(line))
+        except ValidationError as e:
+            if number == len(lines):
+                truncated = True
+                warnings.append(
+                    f"line {number} is incomplete (the run stopped while writing it) and was skipped"
+                )
+                break
+            raise TrajectoryError(f"{p} line {number} is not a valid event: {_first(e)}") from None
+    return Trajectory(header=header, events=events, path=p, truncated=truncated, warnings=warnings)
+
+
+def _first(err: ValidationError) -> str:
+    first: dict[str, Any] = dict(err.errors()[0])
+    where = ".".join(str(x) for x in first["loc"]) or "line"
+    return f"{where}: {first['msg']}"
