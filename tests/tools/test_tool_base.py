@@ -216,3 +216,24 @@ def _varargs(*a: int) -> int:
 def test_definition_errors_are_raised_at_once(fn: Any, fragment: str) -> None:
     with pytest.raises(TypeError, match=fragment):
         tool(fn)
+
+
+def test_factory_closures_share_one_derived_schema() -> None:
+    """Tools built per task from a factory reuse the schema derived the first time."""
+
+    def factory(offset: int) -> Tool:
+        @tool
+        def shift(x: int) -> int:
+            """Shift a number.
+
+            Args:
+                x: The number.
+            """
+            return x + offset
+
+        return shift
+
+    a, b = factory(1), factory(10)
+    assert a._args_model is b._args_model
+    assert a.parameters == b.parameters
+    assert (run(a, {"x": 1}).text, run(b, {"x": 1}).text) == ("2", "11")

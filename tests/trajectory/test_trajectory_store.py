@@ -212,3 +212,22 @@ def test_each_event_kind_validates_from_its_json() -> None:
         line = EventAdapter.dump_json(event)
         assert type(EventAdapter.validate_json(line)) is type(event)
         assert EventAdapter.validate_json(line) == event
+
+
+@pytest.mark.parametrize(("durable", "syncs_before_close"), [(False, 0), (True, 3)])
+def test_fsync_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool, syncs_before_close: int
+) -> None:
+    """Lines always reach the OS at once; fsync is per line only when durable, always on close."""
+    from omnilab.trajectory import store
+
+    synced: list[int] = []
+    monkeypatch.setattr(store.os, "fsync", lambda fd: synced.append(fd))
+    path = tmp_path / "t.jsonl"
+    writer = TrajectoryWriter(path, durable=durable)
+    for i in range(2):
+        writer.emit(ErrorEvent(error_kind="test", message=f"e{i}"))
+    assert len(path.read_text().splitlines()) == 3  # header + 2 events, before any close
+    assert len(synced) == syncs_before_close
+    writer.close()
+    assert len(synced) == syncs_before_close + 1

@@ -122,6 +122,52 @@ def _error_line(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
+_Derived = tuple[str, type[BaseModel], dict[str, Any]]
+_DERIVED: dict[tuple[object, ...], _Derived] = {}
+
+
+def _freeze(parameters: Mapping[str, Any] | None) -> str | None:
+    return None if parameters is None else json.dumps(parameters, sort_keys=True)
+
+
+def _derive(
+    fn: ToolFn, name: str, description: str | None, parameters: Mapping[str, Any] | None
+) -> _Derived:
+    """Description, argument model and JSON schema of ``fn``, checked (TypeError if unfit)."""
+    doc = parse_docstring(fn.__doc__)
+    text = description or doc.description
+    if not text:
+        raise TypeError(f"tool {name}: needs a docstring description")
+    args_model = _args_model(fn, name, doc.args)
+    derived = _simplify(args_model.model_json_schema())
+    if parameters is not None:
+        given = set(parameters.get("properties", {}))
+        if given != set(derived["properties"]):
+            raise TypeError(
+                f"tool {name}: schema properties {sorted(given)} do not match the "
+                f"function's arguments {sorted(derived['properties'])}"
+            )
+    return text, args_model, dict(parameters) if parameters is not None else derived
+
+
+def _args_model(fn: ToolFn, name: str, docs: Mapping[str, str]) -> type[BaseModel]:
+    hints = typing.get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args/**kwargs cannot be described to a model")
+        if p.name not in hints:
+            raise TypeError(f"tool {name}: argument {p.name!r} needs a type annotation")
+        if not docs.get(p.name):
+            raise TypeError(f"tool {name}: argument {p.name!r} is not described in Args:")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], Field(default, description=docs[p.name]))
+    model: type[BaseModel] = create_model(
+        f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
 class Tool:
     """A callable tool: ``await tool(arguments) -> ToolResult``; ``tool.spec`` for the model."""
 
@@ -135,40 +181,16 @@ class Tool:
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
-        doc = parse_docstring(fn.__doc__)
-        self.description = description or doc.description
-        if not self.description:
-            raise TypeError(f"tool {self.name}: needs a docstring description")
-        self._args_model = self._build_args_model(fn, doc.args)
-        derived = _simplify(self._args_model.model_json_schema())
-        if parameters is not None:
-            given = set(parameters.get("properties", {}))
-            if given != set(derived["properties"]):
-                raise TypeError(
-                    f"tool {self.name}: schema properties {sorted(given)} do not match the "
-                    f"function's arguments {sorted(derived['properties'])}"
-                )
-        self.parameters: dict[str, Any] = dict(parameters) if parameters is not None else derived
+        # Factories build the same closures for every task: derive each schema once per code.
+        key = (fn.__code__, fn.__defaults__, self.name, description, _freeze(parameters))
+        derived = _DERIVED.get(key)
+        if derived is None:
+            derived = _derive(fn, self.name, description, parameters)
+            _DERIVED[key] = derived
+        self.description, self._args_model, self.parameters = derived
         self.spec = ToolSpec(
             name=self.name, description=self.description, parameters=self.parameters
         )
-
-    def _build_args_model(self, fn: ToolFn, docs: Mapping[str, str]) -> type[BaseModel]:
-        hints = typing.get_type_hints(fn)
-        fields: dict[str, Any] = {}
-        for p in inspect.signature(fn).parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"tool {self.name}: *args/**kwargs cannot be described to a model")
-            if p.name not in hints:
-                raise TypeError(f"tool {self.name}: argument {p.name!r} needs a type annotation")
-            if not docs.get(p.name):
-                raise TypeError(f"tool {self.name}: argument {p.name!r} is not described in Args:")
-            default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (hints[p.name], Field(default, description=docs[p.name]))
-        model: type[BaseModel] = create_model(
-            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
-        )
-        return model
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

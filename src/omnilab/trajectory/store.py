@@ -1,9 +1,11 @@
-"""Trajectory files: versioned JSONL written one fsynced line per event, and read back.
+"""Trajectory files: versioned JSONL written one line per event, and read back.
 
 The first line is a header (``format``, ``schema_version``, ``run_id``, ``created``); every
-further line is one :data:`~omnilab.trajectory.events.Event`. Each line is flushed and synced to
-disk before :meth:`TrajectoryWriter.emit` returns, so a run that is killed leaves every event it
-emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and skips.
+further line is one :data:`~omnilab.trajectory.events.Event`. Each line is handed to the operating
+system before :meth:`TrajectoryWriter.emit` returns, so a run whose process is killed leaves every
+event it emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and
+skips. The file is synced to disk on close; ``durable=True`` syncs every line too, which only
+matters if the whole machine may go down mid-run (it costs milliseconds per event on most disks).
 """
 
 from __future__ import annotations
@@ -61,14 +63,15 @@ class TrajectoryHeader(BaseModel):
 
 
 class TrajectoryWriter:
-    """Appends events to a JSONL file, each synced to disk before :meth:`emit` returns.
+    """Appends events to a JSONL file, each written through to the OS before :meth:`emit` returns.
 
     Usable as a :class:`~omnilab.models.Model` sink (``sink=writer``) and as a context manager.
     An existing file at ``path`` is replaced: a trajectory belongs to one run.
     """
 
-    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
+    def __init__(self, path: Path, *, run_id: str | None = None, durable: bool = False) -> None:
         self.path = Path(path)
+        self.durable = durable
         self.run_id = run_id or uuid.uuid4().hex
         self.header = TrajectoryHeader(
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -80,7 +83,7 @@ class TrajectoryWriter:
         self._write(self.header.model_dump_json())
 
     def emit(self, event: Event) -> None:
-        """Append ``event`` as one line and sync it to disk."""
+        """Append ``event`` as one line (synced to disk as well when ``durable``)."""
         self._write(EventAdapter.dump_json(event, fallback=str).decode("utf-8"))
 
     def __call__(self, event: Event) -> None:
@@ -94,7 +97,8 @@ class TrajectoryWriter:
             # One write per line: a kill can cut the last line short but never interleave two.
             self._file.write(line + "\n")
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if self.durable:
+                os.fsync(self._file.fileno())
 
     @property
     def closed(self) -> bool:
@@ -102,9 +106,10 @@ class TrajectoryWriter:
         return self._file is None
 
     def close(self) -> None:
-        """Close the file (events already emitted are on disk either way)."""
+        """Sync the file to disk and close it."""
         with self._lock:
             if self._file is not None:
+                os.fsync(self._file.fileno())
                 self._file.close()
                 self._file = None
 
