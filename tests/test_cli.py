@@ -236,17 +236,21 @@ def test_parse_box_errors_are_media_errors() -> None:
 
 
 def test_demo(tmp_path: Path) -> None:
+    """The main job: an agent run on a generated video with the embedded defaults, offline."""
+    from omnilab.models.registry import local_model_available
+    from omnilab.trajectory import read_trajectory
+
     began = time.monotonic()
     proc = run("demo", "--out", "tour", cwd=tmp_path)
     elapsed = time.monotonic() - began
+    if not local_model_available():
+        assert proc.returncode == 1 and "pip install 'omnilab[local]'" in proc.stderr
+        return
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "tour"
     assert probe(out / "sample.mp4").duration == pytest.approx(8.0, abs=0.05)
-    assert len(list((out / "frames").glob("*.jpg"))) == 8
-    assert probe(out / "audio.wav").duration == pytest.approx(3.0, abs=0.01)
-    assert probe(out / "clip.mp4").frame_count == 75
-    assert Image.open(out / "crop.png").size == (320, 60)
-    assert Image.open(out / "sheet.jpg").size == (4 * 320 + 5 * GAP, 4 * 180 + 5 * GAP)
-    for name in ("sample.mp4", "frames", "audio.wav", "clip.mp4", "crop.png", "sheet.jpg"):
-        assert str(out / name) in proc.stdout.replace("\n", "")
-    assert elapsed < 30
+    saved = read_trajectory(out / "run" / "trajectory.jsonl")
+    assert saved.run_end is not None and saved.status in ("answered", "budget")
+    assert "step 1" in proc.stdout and "do not expect a correct answer" in proc.stdout
+    assert str(Path("tour") / "run" / "trajectory.jsonl") in proc.stdout
+    assert elapsed < 120  # about a minute on two CPU cores

@@ -114,3 +114,28 @@ def test_cli_reports_bad_setting_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "OMNILAB_MEDIA__MAX_FRAMES" in proc.stderr
+
+
+def test_docs_reference_matches_the_settings() -> None:
+    """docs/configuration.md embeds `omnilab config --reference`; regenerate it when this fails."""
+    from omnilab.cli.config import reference_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    embedded = doc.split("<!-- settings-reference:start -->\n")[1].split(
+        "\n<!-- settings-reference:end -->"
+    )[0]
+    assert embedded == reference_markdown()
+
+
+def test_config_command_masks_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    monkeypatch.setenv("OMNILAB_MODELS__API_KEYS", '{"openai": "sk-very-secret"}')
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["config", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "sk-very-secret" not in result.output
+    assert '"models.api_keys": {\n    "openai": "***"' in result.output
+    assert '"media.max_frames": 256' in result.output

@@ -1,7 +1,37 @@
-"""omnilab: a toolkit for omni-modal agents."""
+"""omnilab: a toolkit for omni-modal agents.
+
+``omnilab.ask(["clip.mp4"], "What text appears on screen?")`` answers a question about files
+with an agent (see :mod:`omnilab.api`); ``await omnilab.evaluate(config, run_dir)`` runs a
+benchmark (see :mod:`omnilab.bench.runner`). Both are imported on first use, so
+``import omnilab`` stays light.
+"""
 
 from __future__ import annotations
 
-__all__ = ["__version__"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omnilab.api import AskResult, ask, ask_async
+    from omnilab.bench.runner import evaluate
+
+__all__ = ["AskResult", "__version__", "ask", "ask_async", "evaluate"]
 
 __version__ = "0.1.0.dev0"
+
+# Public names served lazily: name -> module that defines it.
+_LAZY = {
+    "ask": "omnilab.api",
+    "ask_async": "omnilab.api",
+    "AskResult": "omnilab.api",
+    "evaluate": "omnilab.bench.runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'omnilab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

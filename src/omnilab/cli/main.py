@@ -10,9 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from omnilab import __version__
+from omnilab.cli import ask as ask_cmd
+from omnilab.cli import config as config_cmd
 from omnilab.cli import data as data_cmd
 from omnilab.cli import demo, media
 from omnilab.cli import digest as digest_cmd
+from omnilab.cli import eval as eval_cmd
 from omnilab.cli import index as index_cmd
 from omnilab.cli import models as models_cmd
 from omnilab.cli import trace as trace_cmd
@@ -31,10 +34,17 @@ app.add_typer(media.app, name="media")
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(index_cmd.app, name="index")
 app.command("demo")(demo.demo)
+app.command("ask")(ask_cmd.ask)
 app.command("digest")(digest_cmd.digest)
 app.command("models")(models_cmd.list_models)
 app.command("chat")(models_cmd.chat)
+app.command("eval")(eval_cmd.eval_)
+app.command("score")(eval_cmd.score)
+app.command("metrics")(eval_cmd.metrics)
+app.command("compare")(eval_cmd.compare)
+app.command("analyze")(eval_cmd.analyze)
 app.command("trace")(trace_cmd.trace)
+app.command("config")(config_cmd.config)
 
 
 def _version(value: bool) -> None:

@@ -63,7 +63,7 @@ def chat(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", "-m", help="provider:model[@base_url]; default: OMNILAB_MODEL or config."
+            "--model", "-m", help="provider:model\\[@base_url]; default: OMNILAB_MODEL or config."
         ),
     ] = None,
     image: Annotated[

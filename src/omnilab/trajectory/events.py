@@ -96,6 +96,9 @@ class AnswerEvent(_Event):
     answer: str | None = None
     forced: bool = False
     """True when the answer came after the forced-final prompt (budget exhausted)."""
+    source: Literal["tag", "unclosed_tag", "whole_text"] | None = None
+    """Where ``answer`` came from: a closed ``<answer>`` tag, a tag cut off at the end, or the
+    whole message (no tag: scorers that need a tagged answer should treat it as untagged)."""
 
 
 class ErrorEvent(_Event):

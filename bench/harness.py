@@ -1,0 +1,233 @@
+"""Evaluation-runner benchmark: wall time against the ideal, and memory against the task count.
+
+Usage::
+
+    python bench/harness.py [--tasks 1000] [--concurrency 64] [--latency 0.2] [--calls 3]
+                            [--out DIR] [--memory-sizes 250,1000,2000]
+
+1. Throughput: ``--tasks`` OmniGAIA-format tasks, each with one generated image, run through
+   :func:`omnilab.bench.runner.execute` (results appended and fsynced, trajectories written,
+   answers scored). The model is a scripted one that answers after ``--latency`` seconds and
+   makes every task take ``--calls`` calls. Two agents: ``stand-in`` (the calls and a minimal
+   trajectory, nothing else: what the runner itself costs) and the real ``tir`` agent calling
+   ``read_image`` (a real crop of the task's image) on each call but the last. The ideal wall
+   time is ``tasks x calls x latency / concurrency``; the target is within 1.3x of it.
+2. Memory: the ``tir`` run in a fresh process per size in ``--memory-sizes``, with a smaller
+   latency; the peak resident memory while tasks run, minus the resident memory once the
+   dataset is loaded, should not grow with the number of tasks.
+
+The run folder goes under ``--out`` (default: a temporary folder on the system temp disk); its
+file system decides what the fsync of every result and trajectory event costs, so the figures
+name it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omnilab.agents.base import AgentContext, AgentTask
+from omnilab.agents.registry import get_agent
+from omnilab.bench.runner import Components, execute, new_config, plan_run
+from omnilab.bench.scoring import AnswerSetMatch, extract_answer
+from omnilab.media import synth
+from omnilab.models import GenerateConfig, Message, Model, ModelOutput, ToolSpec, Usage
+from omnilab.models.capabilities import Capabilities
+from omnilab.models.retry import RetryPolicy
+from omnilab.trajectory import AnswerEvent, Event, RunEnd, RunStart, Trajectory
+
+
+class LatencyScript:
+    """A scripted adapter with latency: call k of a task (k = assistant turns so far) is a
+    ``read_image`` call until the last, which answers. Keyed on the conversation, so concurrent
+    tasks never take each other's steps (the ``scripted`` provider replays one shared list)."""
+
+    def __init__(self, latency: float, calls: int) -> None:
+        self.endpoint = "bench-latency"
+        self.secrets: tuple[str, ...] = ()
+        self.capabilities = Capabilities(image=True, audio=True, video=True)
+        self.latency = latency
+        self.calls = calls
+
+    async def generate(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+    ) -> ModelOutput:
+        await asyncio.sleep(self.latency)
+        turn = sum(1 for m in messages if m.role == "assistant")
+        usage = Usage(prompt_tokens=100, completion_tokens=10)
+        if turn < self.calls - 1:
+            return ModelOutput.tool_call(
+                "read_image", {"image_ids": "image_1", "crop_box": [0, 0, 16, 12]}, usage=usage
+            )
+        return ModelOutput.from_text("Done. <answer>blue</answer>", usage=usage)
+
+
+class StandInAgent:
+    """The least an agent does: ``calls`` model calls, each recorded in the trajectory, and an
+    answer. What it costs beyond the model's latency is the runner's own overhead."""
+
+    name = "stand-in"
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+
+    async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
+        writer = ctx.trajectory
+        start = RunStart(
+            run_id=writer.run_id, task_id=task.id, question=task.question, agent=self.name
+        )
+        events: list[Event] = [start]
+        writer.emit(start)
+        ctx.model.sink = writer  # a fresh model object per task, so no run sees another's calls
+        messages = [Message.user(task.question)]
+        output = ModelOutput()
+        for _ in range(self.calls):
+            output = await ctx.model.generate(messages)
+            messages.append(output.message)
+        for event in (
+            AnswerEvent(text=output.text, answer=extract_answer(output.text)),
+            RunEnd(status="answered", wall_s=0.0, turns=self.calls),
+        ):
+            writer.emit(event)
+            events.append(event)
+        return Trajectory(header=writer.header, events=events, path=writer.path)
+
+
+def write_dataset(folder: Path, tasks: int) -> Path:
+    image = synth.make_image(folder / "img.png", size=(32, 24))
+    path = folder / "tasks.json"
+    items = [
+        {
+            "id": f"t{i:05d}",
+            "question": f"What colour is thing {i}?",
+            "answer": "blue",
+            "Level": ("Easy", "Medium", "Hard")[i % 3],
+            "category": "Art",
+            "omni_modal_input": [{"type": "image", "id": "image_1", "path": image.name}],
+        }
+        for i in range(tasks)
+    ]
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return path
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def _run(
+    folder: Path, agent: str, tasks: int, concurrency: int, latency: float, calls: int
+) -> dict[str, Any]:
+    data = write_dataset(folder, tasks)
+    config = new_config(
+        "omnigaia", data, agent=agent, model="bench:latency", scorer="answer_set"
+    ).model_copy(update={"tools": ["read_image"] if agent == "tir" else None})
+    plan = plan_run(config, folder / "run")
+    model = Model(
+        LatencyScript(latency, calls),
+        name="bench:latency",
+        retry=RetryPolicy(max_attempts=1),
+        concurrency=concurrency,  # the endpoint limit must not be the bottleneck measured
+    )
+    runner_agent = get_agent("tir", mode="native") if agent == "tir" else StandInAgent(calls)
+    parts = Components(agent=runner_agent, model=model, scorer=AnswerSetMatch())
+    base = _rss_mb()
+    peak = base
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, _rss_mb())
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    started = time.perf_counter()
+    outcome = await execute(plan, concurrency=concurrency, components=parts)
+    wall = time.perf_counter() - started
+    sampler.cancel()
+    lines = len((folder / "run" / "results.jsonl").read_text().splitlines())
+    return {
+        "tasks": tasks,
+        "wall_s": wall,
+        "ideal_s": tasks * calls * latency / concurrency,
+        "correct": outcome.summary.pass_at_1.correct,
+        "failed": outcome.summary.failed_runs,
+        "result_lines": lines,
+        "rss_loaded_mb": base,
+        "rss_peak_mb": peak,
+    }
+
+
+def run_once(
+    out: Path | None, agent: str, tasks: int, concurrency: int, latency: float, calls: int
+) -> dict[str, Any]:
+    """One measured run in this process, in a fresh folder under ``out``."""
+    with tempfile.TemporaryDirectory(dir=out, prefix="harness-") as tmp:
+        return asyncio.run(_run(Path(tmp), agent, tasks, concurrency, latency, calls))
+
+
+def _fs(path: Path) -> str:
+    proc = subprocess.run(
+        ["df", "--output=fstype", str(path)], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.split()[-1] if proc.returncode == 0 else "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--memory-sizes", default="250,1000,2000")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = run_once(args.out, "tir", args.tasks, args.concurrency, args.latency, args.calls)
+        print(json.dumps(result))
+        return
+    where = args.out or Path(tempfile.gettempdir())
+    print(f"run folder on {where} ({_fs(where)}); {os.cpu_count()} CPUs")
+    print(
+        f"throughput: {args.tasks} tasks x {args.calls} calls x {args.latency * 1000:.0f} ms, "
+        f"concurrency {args.concurrency}"
+    )
+    for agent in ("stand-in", "tir"):
+        r = run_once(args.out, agent, args.tasks, args.concurrency, args.latency, args.calls)
+        ratio = r["wall_s"] / r["ideal_s"]
+        verdict = "PASS" if ratio <= 1.3 else "FAIL"
+        print(
+            f"  {agent:>8}: wall {r['wall_s']:.2f} s, ideal {r['ideal_s']:.2f} s, ratio "
+            f"{ratio:.3f} (<= 1.3: {verdict}); {r['result_lines']} result lines, "
+            f"{r['correct']} correct, {r['failed']} failed"
+        )
+    print("memory (fresh process per size, latency 20 ms):")
+    for size in (int(s) for s in args.memory_sizes.split(",") if s):
+        cmd = [sys.executable, __file__, "--child", "--tasks", str(size), "--latency", "0.02"]
+        cmd += ["--concurrency", str(args.concurrency), "--calls", str(args.calls)]
+        if args.out is not None:
+            cmd += ["--out", str(args.out)]
+        child = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        growth = child["rss_peak_mb"] - child["rss_loaded_mb"]
+        print(
+            f"  {size:>5} tasks: {child['rss_loaded_mb']:.1f} MB after loading, peak "
+            f"{child['rss_peak_mb']:.1f} MB while running (+{growth:.1f} MB), "
+            f"wall {child['wall_s']:.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

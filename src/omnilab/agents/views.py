@@ -1,0 +1,183 @@
+"""Perception modes: how the inputs reach the model in the first user message.
+
+- ``native``: every file as a media part (the model perceives them itself);
+- ``active`` (OmniAtlas): a compact view, a contact sheet per video, each image shrunk, the start
+  of each audio file, plus the read_* tools to look closer;
+- ``tools``: no media at all; the audio_qa / vision_qa tools perceive on the model's behalf;
+- ``evidence``: for text-only models, a text digest of the media (transcript, audio events,
+  shots, on-screen text) plus read_* tools that answer in text.
+
+Every mode starts with the input listing (ids, kinds, durations) and ends with the question.
+Plain-text inputs are given as text in every mode: every model reads text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Literal
+
+from omnilab.agents.base import AgentConfigError
+from omnilab.agents.templates import render
+from omnilab.content import Audio, Content, Image, MediaContent, Text, Video
+from omnilab.errors import OmnilabError
+from omnilab.inputs import FileKind, InputFile, InputSet
+from omnilab.models.capabilities import Capabilities
+
+__all__ = [
+    "MODES",
+    "Mode",
+    "accepts",
+    "check_mode",
+    "default_mode",
+    "first_message_parts",
+    "media_kinds",
+]
+
+Mode = Literal["native", "active", "tools", "evidence"]
+MODES: tuple[Mode, ...] = ("native", "active", "tools", "evidence")
+
+# The compact view of active mode: enough to decide where to look, small enough for any context.
+_SHEET_FRAMES = 16
+_SHEET_TILE = 256
+_IMAGE_EDGE = 768
+_AUDIO_SECONDS = 300.0
+# Text inputs beyond this many characters are cut (the model can ask code_executor for more).
+_TEXT_CHARS = 20_000
+_MEDIA: frozenset[FileKind] = frozenset({"video", "audio", "image"})
+
+
+def media_kinds(inputs: InputSet) -> set[FileKind]:
+    """The media kinds (video, audio, image) among ``inputs``."""
+    return {f.kind for f in inputs if f.kind in _MEDIA}
+
+
+def accepts(caps: Capabilities, part: Content) -> bool:
+    """Whether a model with ``caps`` can be sent ``part`` (else the adapter would refuse it)."""
+    if isinstance(part, Text):
+        return True
+    if isinstance(part, Image):
+        return caps.image
+    if isinstance(part, Audio):
+        return caps.audio
+    if isinstance(part, Video):
+        return caps.video or caps.image
+    return caps.documents
+
+
+def _native_ok(caps: Capabilities, kind: FileKind) -> bool:
+    if kind == "video":
+        # Frames alone would drop the sound track: only a model that hears it sees the whole video.
+        return caps.video or (caps.image and caps.audio)
+    if kind == "audio":
+        return caps.audio
+    if kind == "image":
+        return caps.image
+    return True
+
+
+def default_mode(inputs: InputSet, caps: Capabilities) -> Mode:
+    """``native`` when the model takes every input as it is, ``active`` when it at least sees
+    images, else ``evidence`` (text-only models)."""
+    if all(_native_ok(caps, k) for k in media_kinds(inputs)):
+        return "native"
+    return "active" if caps.image else "evidence"
+
+
+def check_mode(mode: Mode, inputs: InputSet, caps: Capabilities, model: str) -> None:
+    """Raise :class:`AgentConfigError` when ``mode`` cannot work with this model and these inputs."""
+    if mode == "native":
+        refused = sorted(k for k in media_kinds(inputs) if not _native_ok(caps, k))
+        if refused:
+            raise AgentConfigError(
+                f"mode native sends every file to the model, but {model} does not take "
+                f"{' or '.join(refused)} natively (flags: {caps.describe()}); use --mode active, "
+                "tools or evidence, or set its capability flags in models.capabilities"
+            )
+
+
+def _text_part(f: InputFile) -> Text:
+    try:
+        raw = f.path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        return Text(text=f"[{f.id}: cannot read {f.path.name}: {e.strerror or e}]")
+    if len(raw) > _TEXT_CHARS:
+        raw = raw[:_TEXT_CHARS] + f"\n[... {len(raw) - _TEXT_CHARS} more characters cut ...]"
+    return Text(text=f"[{f.id}: {f.path.name}]\n{raw}")
+
+
+def _native(f: InputFile, caps: Capabilities) -> list[Content]:
+    part: MediaContent = f.content()
+    if accepts(caps, part):
+        return [Text(text=f"[{f.id}]"), part]
+    return [Text(text=f"[{f.id}: {f.kind} not shown: this model does not take {f.kind}]")]
+
+
+def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
+    """The active-mode view of one media file (files it makes go into ``views``)."""
+    # Imported here: the media stack (PyAV, Pillow) is needed only when a view is made.
+    from omnilab.media.errors import MediaError
+    from omnilab.media.image import load_image, resize
+    from omnilab.media.probe import probe
+    from omnilab.media.sheet import video_sheet
+
+    try:
+        if f.kind == "video" and caps.image:
+            views.mkdir(parents=True, exist_ok=True)
+            out = views / f"{f.id}.sheet.jpg"
+            video_sheet(f.path, _SHEET_FRAMES, tile_edge=_SHEET_TILE).convert("RGB").save(out)
+            note = f"[{f.id}: contact sheet of {_SHEET_FRAMES} frames; use read_video for detail]"
+            return [Text(text=note), Image(path=out)]
+        if f.kind == "image" and caps.image:
+            views.mkdir(parents=True, exist_ok=True)
+            out = views / f"{f.id}.jpg"
+            resize(load_image(f.path), _IMAGE_EDGE).convert("RGB").save(out)
+            note = f"[{f.id}: shrunk to at most {_IMAGE_EDGE} px; use read_image for detail]"
+            return [Text(text=note), Image(path=out)]
+        if f.kind == "audio" and caps.audio:
+            duration = probe(f.path).duration or 0.0
+            if duration <= _AUDIO_SECONDS:
+                return [Text(text=f"[{f.id}]"), Audio(path=f.path)]
+            note = f"[{f.id}: first {_AUDIO_SECONDS:g} s; use read_audio for the rest]"
+            return [Text(text=note), Audio(path=f.path, start=0.0, end=_AUDIO_SECONDS)]
+    except MediaError as e:
+        return [Text(text=f"[{f.id}: no preview ({e.code}: {e.message})]")]
+    return []
+
+
+async def _evidence(inputs: InputSet) -> Text:
+    from omnilab.perception import digest
+
+    media = [f.path for f in inputs if f.kind in _MEDIA]
+    if not media:
+        return Text(text="(no media inputs)")
+    try:
+        # Minutes of decoding and recognition for long files: keep the event loop free.
+        evidence = await asyncio.to_thread(digest, media)
+    except OmnilabError as e:
+        return Text(text=f"(the media could not be analysed: {e})")
+    markdown = evidence.to_markdown()
+    for f in inputs:  # the model knows files by id: name them so in the digest
+        markdown = markdown.replace(f"## {f.path.name}\n", f"## {f.id} ({f.path.name})\n", 1)
+    return Text(text=render("evidence", digest=markdown.strip()))
+
+
+async def first_message_parts(
+    question: str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
+) -> list[Content]:
+    """The content of the first user message for ``mode`` (views are written to workspace)."""
+    parts: list[Content] = [Text(text=inputs.listing())]
+    parts += [_text_part(f) for f in inputs if f.kind == "text"]
+    if mode == "native":
+        for f in inputs:
+            if f.kind != "text":
+                parts += _native(f, caps)
+    elif mode == "active":
+        views = workspace / "views"
+        for f in inputs:
+            if f.kind in _MEDIA:
+                parts += await asyncio.to_thread(_compact, f, caps, views)
+    elif mode == "evidence":
+        parts.append(await _evidence(inputs))
+    parts.append(Text(text=question))
+    return parts

@@ -1,0 +1,139 @@
+"""Running one turn's tool calls, and the run's wall-clock budget.
+
+Every call of a turn runs, concurrently, and gets exactly one result, in the order the model
+asked: an unknown tool name gets ``UNKNOWN_TOOL``, arguments that were not a JSON object get
+``INVALID_ARGS`` (the model can correct itself), a call still running when the time budget ends
+gets ``TIMEOUT``. Each result is then fitted to the model that reads it: media it cannot take
+become a short text note, and text can be cut to a length (head and tail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+from omnilab.agents.views import accepts
+from omnilab.content import Content, Text
+from omnilab.models.capabilities import Capabilities
+from omnilab.models.types import ToolCall
+from omnilab.tools.base import Tool, ToolResult
+
+__all__ = ["BudgetClock", "fit_result", "run_tool_calls"]
+
+T = TypeVar("T")
+
+
+class BudgetClock:
+    """The run's wall clock against an optional limit in seconds."""
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit
+        self._start = time.monotonic()
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self._start
+
+    def remaining(self) -> float | None:
+        """Seconds left, ``None`` without a limit (never below zero)."""
+        return None if self.limit is None else max(0.0, self.limit - self.elapsed())
+
+    def expired(self) -> bool:
+        """Whether the limit has passed."""
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    async def bound(self, work: Awaitable[T]) -> T:
+        """``await work``, cancelled with :class:`TimeoutError` when the limit passes."""
+        return await asyncio.wait_for(work, timeout=self.remaining())
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+
+
+def fit_result(result: ToolResult, caps: Capabilities, max_chars: int | None) -> ToolResult:
+    """``result`` as the model will be sent it: media it cannot take replaced by a note, and
+    the text cut to ``max_chars`` (head and tail) when set."""
+    parts: list[Content] = []
+    changed = False
+    for part in result.content:
+        if isinstance(part, Text) or accepts(caps, part):
+            parts.append(part)
+        else:
+            changed = True
+            note = f"[{part.type} {part.name} not shown: this model does not take {part.type}]"
+            parts.append(Text(text=note))
+    if max_chars is not None:
+        budget = max_chars
+        trimmed: list[Content] = []
+        for part in parts:
+            if isinstance(part, Text):
+                text = _cut(part.text, max(budget, 200))
+                budget = max(0, budget - len(text))
+                changed = changed or text != part.text
+                trimmed.append(Text(text=text))
+            else:
+                trimmed.append(part)
+        parts = trimmed
+    if not changed:
+        return result
+    return result.model_copy(update={"content": parts})
+
+
+async def _one(call: ToolCall, tools: dict[str, Tool]) -> tuple[ToolResult, float]:
+    started = time.monotonic()
+    found = tools.get(call.name)
+    if found is None:
+        names = ", ".join(tools) or "none"
+        result = ToolResult.fail(
+            "UNKNOWN_TOOL", f"there is no tool named {call.name!r}; available tools: {names}"
+        )
+    elif call.parse_error is not None:
+        result = ToolResult.fail(
+            "INVALID_ARGS", f"{call.name}: arguments are not a JSON object ({call.parse_error})"
+        )
+    else:
+        result = await found(call.arguments)
+    return result, time.monotonic() - started
+
+
+async def run_tool_calls(
+    calls: Sequence[ToolCall],
+    tools: dict[str, Tool],
+    *,
+    clock: BudgetClock,
+    capabilities: Capabilities,
+    max_chars: int | None = None,
+) -> list[tuple[ToolResult, float]]:
+    """Run every call concurrently; one ``(result, seconds)`` per call, in the calls' order."""
+    if not calls:
+        return []
+    started = time.monotonic()
+    tasks = [asyncio.create_task(_one(call, tools)) for call in calls]
+    try:
+        _done, pending = await asyncio.wait(tasks, timeout=clock.remaining())
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        raise
+    for task in pending:
+        task.cancel()
+    outcomes: list[tuple[ToolResult, float]] = []
+    for task in tasks:
+        if task in pending:
+            result = ToolResult.fail(
+                "TIMEOUT", "the run's time budget ran out before this tool call finished"
+            )
+            outcomes.append((result, time.monotonic() - started))
+        else:
+            result, seconds = task.result()
+            outcomes.append((fit_result(result, capabilities, max_chars), seconds))
+    return outcomes

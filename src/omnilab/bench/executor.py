@@ -1,0 +1,305 @@
+"""Running one task: the agent under a timeout, its trajectory saved, the answer scored.
+
+:class:`TaskExecutor` holds the live objects of a run (agent, models, scorer) and turns one
+:class:`TaskJob` into one :class:`~omnilab.bench.results.TaskResult`. Whatever goes wrong with
+the task (missing media, a timeout, an agent crash) becomes a result with ``error`` set, never
+an exception; only errors that would fail every task alike (a bad key or model name) propagate,
+as :class:`RunSetupError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from omnilab.agents.base import Agent, AgentConfigError, AgentContext, AgentTask, Budgets
+from omnilab.bench.errors import BenchError
+from omnilab.bench.rescore import score_result
+from omnilab.bench.results import TaskResult
+from omnilab.bench.scoring import Scorer, extract_answer
+from omnilab.bench.task import Task
+from omnilab.config import get_settings
+from omnilab.models import (
+    ErrorKind,
+    GenerateConfig,
+    Message,
+    Model,
+    ModelConfigError,
+    ModelError,
+    ModelOutput,
+    ToolSpec,
+)
+from omnilab.models.events import ModelCallEvent
+from omnilab.trajectory import (
+    ErrorEvent,
+    RunEnd,
+    Trajectory,
+    TrajectoryError,
+    TrajectoryWriter,
+    read_trajectory,
+)
+
+__all__ = [
+    "RunSetupError",
+    "TaskExecutor",
+    "TaskJob",
+    "cost_usd",
+    "is_setup_error",
+    "prediction_text",
+    "price_of",
+    "task_seed",
+]
+
+_SETUP_KINDS = frozenset({ErrorKind.AUTH, ErrorKind.NOT_FOUND})
+
+
+class RunSetupError(BenchError):
+    """An error that would fail every remaining task alike (a bad key, an unknown model)."""
+
+
+def is_setup_error(error: BaseException) -> bool:
+    """Whether ``error`` is about the run's setup rather than one task."""
+    if isinstance(error, ModelConfigError | AgentConfigError):
+        return True
+    return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
+
+
+def task_seed(seed: int, task_id: str) -> int:
+    """The seed of one task: a hash of the run's seed and the task id, so it does not depend on
+    the order or the concurrency in which tasks run."""
+    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+class TaskJob(BaseModel):
+    """One unit of work, serialisable so that another process or machine can run it."""
+
+    task: Task
+    seed: int
+    trajectory: Path
+    workspace: Path
+
+
+class _TaskModel(Model):
+    """A per-task view of a shared model: the same adapter, cache, retries and endpoint limit,
+    but its own usage totals (for per-task cost) and a default seed. A fresh object per task
+    also keeps event sinks an agent attaches from crossing between concurrent tasks."""
+
+    def __init__(self, base: Model, seed: int) -> None:
+        super().__init__(
+            base.adapter,
+            name=base.name,
+            cache=base.cache,
+            retry=base.retry,
+            timeout_s=base.timeout_s,
+            concurrency=base.concurrency,
+            sink=base.sink,
+        )
+        self.seed = seed
+
+    async def generate(
+        self,
+        messages: str | Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> ModelOutput:
+        """:meth:`Model.generate` with the task's seed unless the caller chose one."""
+        cfg = config or GenerateConfig()
+        if cfg.seed is None:
+            cfg = cfg.model_copy(update={"seed": self.seed})
+        return await super().generate(messages, tools=tools, config=cfg)
+
+
+def price_of(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:
+    """USD per million prompt and completion tokens for ``model``: an exact entry, else the
+    first matching pattern (``openai:gpt-4o*``); ``None`` when unknown."""
+    if model in prices:
+        return prices[model]
+    return next((p for pattern, p in prices.items() if fnmatch.fnmatchcase(model, pattern)), None)
+
+
+def cost_usd(
+    calls: Sequence[ModelCallEvent], prices: Mapping[str, tuple[float, float]]
+) -> float | None:
+    """What the model calls of a trajectory cost (cache hits are free); ``None`` when a model
+    that was called has no price, even if it reported no tokens (a price of 0 must be said)."""
+    total = 0.0
+    for call in calls:
+        if call.cached:
+            continue
+        price = price_of(call.model, prices)
+        if price is None:
+            return None
+        total += (
+            call.usage.prompt_tokens * price[0] + call.usage.completion_tokens * price[1]
+        ) / 1e6
+    return total
+
+
+def _tool_counts(trajectory: Trajectory) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for call in trajectory.tool_calls:
+        counts[call.name] = counts.get(call.name, 0) + 1
+    return counts
+
+
+def _missing_media(task: Task) -> str | None:
+    missing = task.missing_files()
+    if not missing:
+        return None
+    shown = ", ".join(f"{f.id} ({f.given})" for f in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return f"missing media: {shown}{more}"
+
+
+class TaskExecutor:
+    """Runs tasks with one agent, its models and one scorer (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        model: Model,
+        scorer: Scorer,
+        roles: Mapping[str, Model] | None = None,
+        tools: list[str] | None = None,
+        budgets: Budgets | None = None,
+        timeout_s: float | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.model = model
+        self.roles = dict(roles or {})
+        self.scorer = scorer
+        self.tools = tools
+        self.budgets = budgets or Budgets()
+        self.timeout_s = timeout_s
+        self.prices = dict(get_settings().bench.prices if prices is None else prices)
+
+    async def run(self, job: TaskJob) -> TaskResult:
+        """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
+        task = job.task
+        started = time.perf_counter()
+        missing = _missing_media(task)
+        if missing is not None:
+            return TaskResult.for_task(task, error=missing)
+        trajectory, error = await self._run_agent(job)
+        fields: dict[str, object] = {"wall_s": time.perf_counter() - started}
+        if trajectory is not None:
+            # Usage and cost come from the trajectory, the one record of every call made.
+            fields |= {
+                "usage": trajectory.usage,
+                "cost_usd": cost_usd(trajectory.model_calls, self.prices),
+                "tool_calls": _tool_counts(trajectory),
+            }
+        if error is not None or trajectory is None:
+            return TaskResult.for_task(task, error=error, **fields)
+        prediction = prediction_text(trajectory)
+        result = TaskResult.for_task(
+            task,
+            prediction=prediction,
+            extracted=trajectory.answer if trajectory.final else extract_answer(prediction),
+            **fields,
+        )
+        try:
+            return await score_result(self.scorer, task, result)
+        except Exception as e:
+            if is_setup_error(e):
+                raise RunSetupError(f"stopped while scoring {task.id}: {e}") from None
+            return result.model_copy(update={"error": f"scoring failed: {type(e).__name__}: {e}"})
+
+    async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None]:
+        """The agent's trajectory (read back from disk when the agent failed) and why the run
+        failed, if it did."""
+        job.workspace.mkdir(parents=True, exist_ok=True)
+        agent_task = AgentTask(
+            id=job.task.id, question=job.task.question, inputs=list(job.task.files)
+        )
+        started = time.perf_counter()
+        try:
+            # The writer replaces an older file: a task rerun after a kill starts afresh.
+            with TrajectoryWriter(job.trajectory) as writer:
+                ctx = AgentContext(
+                    model=_TaskModel(self.model, job.seed),
+                    roles={n: _TaskModel(m, job.seed) for n, m in self.roles.items()},
+                    tools=self.tools,
+                    budgets=self.budgets,
+                    workspace=job.workspace,
+                    trajectory=writer,
+                    on_event=None,
+                )
+                try:
+                    async with asyncio.timeout(self.timeout_s):
+                        trajectory = await self.agent.run(agent_task, ctx)
+                except TimeoutError:
+                    error = f"timeout: no answer within {self.timeout_s:g} s"
+                    return _close_failed(writer, "timeout", error, started), error
+                except Exception as e:
+                    if is_setup_error(e):
+                        raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
+                    error = f"agent crashed: {type(e).__name__}: {e}"
+                    return _close_failed(writer, "internal", error, started), error
+        finally:
+            _remove_if_empty(job.workspace)
+        return trajectory, _status_error(trajectory)
+
+
+def _close_failed(
+    writer: TrajectoryWriter, kind: str, message: str, started: float
+) -> Trajectory | None:
+    """End the trajectory of a run the agent could not end itself (timeout, crash) and return
+    what it holds; ``None`` when the file cannot be read back."""
+    try:
+        so_far = read_trajectory(writer.path)
+    except TrajectoryError:
+        return None
+    if so_far.run_end is not None:
+        return so_far  # the agent ended it on its way out (cancellation)
+    end = RunEnd(
+        status="error",
+        usage=so_far.usage,
+        wall_s=time.perf_counter() - started,
+        turns=len(so_far.model_calls),
+    )
+    for event in (ErrorEvent(error_kind=kind, message=message), end):
+        writer.emit(event)
+        so_far.events.append(event)
+    return so_far
+
+
+def prediction_text(trajectory: Trajectory) -> str:
+    """The text the scorer reads: the final answer message whole (its ``<answer>`` span and the
+    words around it), else the last assistant text of a run that ended without an answer."""
+    final = trajectory.final
+    if final is not None:
+        return final.text
+    for message in reversed(trajectory.messages()):
+        if message.role == "assistant" and message.text.strip():
+            return message.text
+    return ""
+
+
+def _status_error(trajectory: Trajectory) -> str | None:
+    """Why the run failed, for a run the agent ended with an error (or never ended)."""
+    status = trajectory.status
+    if status == "error":
+        last = next((e for e in reversed(trajectory.events) if isinstance(e, ErrorEvent)), None)
+        detail = f"{last.error_kind}: {last.message}" if last is not None else "no detail"
+        return f"agent error: {detail}"
+    if status == "incomplete":
+        return "agent returned without ending its trajectory"
+    return None
+
+
+def _remove_if_empty(folder: Path) -> None:
+    # Not empty (the agent left files worth keeping) or already gone: keep it.
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -1,0 +1,165 @@
+"""Rich tables of run metrics, comparisons and error analyses (what the ``omnilab`` commands
+print). Pure rendering: each function takes a result object and returns renderables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import RenderableType
+from rich.table import Table
+
+from omnilab.bench.analysis import ERROR_CATEGORIES, ErrorAnalysis
+from omnilab.bench.metrics import Rate, RunSummary
+from omnilab.bench.progress import format_tokens
+from omnilab.bench.reports import Comparison
+from omnilab.bench.stats import Interval
+
+__all__ = ["analysis_tables", "comparison_tables", "summary_tables"]
+
+
+def _pct(rate: Rate) -> str:
+    return "-" if rate.value is None else f"{rate.value * 100:.1f}"
+
+
+def _ci(interval: Interval | None) -> str:
+    if interval is None:
+        return ""
+    return f"[{interval.low * 100:.1f}, {interval.high * 100:.1f}]"
+
+
+def _table(title: str) -> Table:
+    return Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
+
+
+def _overview(summary: RunSummary, label: str) -> Table:
+    table = _table(label)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("detail")
+    p1, em = summary.pass_at_1, summary.em
+    table.add_row(
+        "Pass@1 (judged)",
+        _pct(p1),
+        f"{p1.correct}/{p1.total} {_ci(summary.pass_at_1_ci)}".rstrip()
+        + (f", {p1.undecided} undecided" if p1.undecided else ""),
+    )
+    table.add_row("exact match", _pct(em), f"{em.correct}/{em.total} {_ci(summary.em_ci)}".rstrip())
+    table.add_row(
+        "tasks", str(summary.tasks), f"{summary.failed_runs} failed runs (count as wrong)"
+    )
+    if summary.non_empty_rate is not None:
+        table.add_row("non-empty answers", f"{summary.non_empty_rate * 100:.1f}", "")
+    usage = summary.usage
+    cost = "" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    table.add_row(
+        "tokens",
+        format_tokens(usage.total_tokens),
+        f"{format_tokens(usage.prompt_tokens)} in, {format_tokens(usage.completion_tokens)} out"
+        + (f", {cost} ({usage.tasks_with_cost} tasks priced)" if cost else ""),
+    )
+    calls = summary.tool_calls
+    table.add_row(
+        "tool calls / task", f"{calls.mean:.2f}", f"median {calls.median:g}, max {calls.max}"
+    )
+    wall = summary.wall_time
+    table.add_row(
+        "seconds / task", f"{wall.mean_s:.2f}", f"p90 {wall.p90_s:.2f}, max {wall.max_s:.2f}"
+    )
+    return table
+
+
+def _group_table(name: str, judged: dict[str, Rate], em: dict[str, Rate]) -> Table:
+    table = _table(f"by {name}")
+    table.add_column(name)
+    table.add_column("n", justify="right")
+    table.add_column("Pass@1", justify="right")
+    table.add_column("EM", justify="right")
+    table.add_column("undecided", justify="right")
+    for group, rate in judged.items():
+        em_rate = em.get(group)
+        table.add_row(
+            group,
+            str(rate.total + rate.undecided),
+            _pct(rate),
+            _pct(em_rate) if em_rate is not None else "-",
+            str(rate.undecided) if rate.undecided else "",
+        )
+    return table
+
+
+def summary_tables(
+    summary: RunSummary, *, label: str, groups: Sequence[str] = ("level", "category")
+) -> list[RenderableType]:
+    """The overview (Pass@1 with its interval, EM, failures, tokens, cost, time) and one table
+    per grouping present in the summary."""
+    out: list[RenderableType] = [_overview(summary, label)]
+    for name in groups:
+        if name in summary.groups:
+            out.append(_group_table(name, summary.groups[name], summary.em_groups.get(name, {})))
+    return out
+
+
+def comparison_tables(comparison: Comparison, *, groups: Sequence[str]) -> list[RenderableType]:
+    """Both runs side by side (overall and per group) and McNemar's test."""
+    a, b = comparison.summary_a, comparison.summary_b
+    la, lb = comparison.a.label, comparison.b.label
+    overall = _table("Pass@1")
+    overall.add_column("")
+    overall.add_column(la, justify="right")
+    overall.add_column(lb, justify="right")
+    overall.add_row("tasks", str(a.tasks), str(b.tasks))
+    overall.add_row("Pass@1", _pct(a.pass_at_1), _pct(b.pass_at_1))
+    overall.add_row("95% interval", _ci(a.pass_at_1_ci), _ci(b.pass_at_1_ci))
+    overall.add_row("exact match", _pct(a.em), _pct(b.em))
+    overall.add_row("failed runs", str(a.failed_runs), str(b.failed_runs))
+    out: list[RenderableType] = [overall]
+    for name in groups:
+        ga, gb = a.groups.get(name, {}), b.groups.get(name, {})
+        table = _table(f"Pass@1 by {name}")
+        table.add_column(name)
+        table.add_column(la, justify="right")
+        table.add_column(lb, justify="right")
+        for group in dict.fromkeys([*ga, *gb]):
+            ra, rb = ga.get(group), gb.get(group)
+            table.add_row(group, _pct(ra) if ra else "-", _pct(rb) if rb else "-")
+        out.append(table)
+    t = comparison.test
+    test = _table("McNemar's test on shared tasks")
+    test.add_column("shared", justify="right")
+    test.add_column("both right", justify="right")
+    test.add_column(f"only {la}", justify="right")
+    test.add_column(f"only {lb}", justify="right")
+    test.add_column("both wrong", justify="right")
+    test.add_column("p", justify="right")
+    test.add_row(
+        str(t.shared),
+        str(t.both_correct),
+        str(t.only_a),
+        str(t.only_b),
+        str(t.both_wrong),
+        f"{t.p_value:.4g} ({t.method})",
+    )
+    out.append(test)
+    return out
+
+
+def analysis_tables(analysis: ErrorAnalysis) -> list[RenderableType]:
+    """Error categories over the labelled failures, overall and per Level."""
+    levels = list(analysis.by_level)
+    table = _table(
+        f"error categories ({analysis.analysed} failed tasks labelled, "
+        f"{analysis.failures} analyses failed)"
+    )
+    table.add_column("category")
+    table.add_column("all", justify="right")
+    for level in levels:
+        table.add_column(level, justify="right")
+    for category in ERROR_CATEGORIES:
+        count = analysis.frequencies.get(category, 0)
+        share = f"{count} ({count / analysis.analysed:.0%})" if analysis.analysed else "0"
+        table.add_row(category, share, *(str(analysis.by_level[lv][category]) for lv in levels))
+    out: list[RenderableType] = [table]
+    if analysis.skipped:
+        skipped = ", ".join(f"{n} {reason}" for reason, n in analysis.skipped.items())
+        out.append(f"not analysed: {skipped}")
+    return out

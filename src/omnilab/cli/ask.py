@@ -1,0 +1,248 @@
+"""``omnilab ask FILE... QUESTION``: an agent answers a question about files, step by step.
+
+Each step is shown as it happens (the model's thought, its tool calls, a short observation),
+then the answer and the path of the saved trajectory (``omnilab trace PATH`` replays it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.rule import Rule
+
+from omnilab.api import AskResult, ask_async
+from omnilab.errors import OmnilabError
+from omnilab.models.events import ModelCallEvent
+from omnilab.models.types import GenerateConfig
+from omnilab.trajectory import (
+    AnswerEvent,
+    ErrorEvent,
+    Event,
+    MessageAdded,
+    RunEnd,
+    RunStart,
+    ToolResultEvent,
+)
+
+__all__ = ["LiveView", "ask", "print_result", "run_ask"]
+
+_THOUGHT_CHARS = 600
+_OBSERVATION_CHARS = 240
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return _short(shown, 300)
+
+
+class LiveView:
+    """Prints each event of a run as it is written (pass as ``on_event``)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.agent_model: str | None = None
+        self.step = 0
+        self._messages = 0
+
+    def _print(self, markup: str) -> None:
+        self.console.print(markup, highlight=False, soft_wrap=True)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStart):
+            self.agent_model = event.models.get("agent")
+            cfg = event.config
+            tools = ", ".join(cfg.get("tools", [])) or "none"
+            self._print(
+                f"[bold]agent[/] {escape(event.agent)} ({escape(str(cfg.get('variant')))}, mode "
+                f"{escape(str(cfg.get('mode')))})  [bold]model[/] {escape(self.agent_model or '?')}"
+                f"\n[bold]tools[/] {escape(tools)}"
+            )
+            for f in event.inputs:
+                self._print(
+                    f"[bold]input[/] {escape(f.id)}: {escape(f.kind)} {escape(str(f.path))}"
+                )
+        elif isinstance(event, MessageAdded):
+            self._messages += 1
+            if event.message.role == "user" and self._messages > 2:  # notices, forced final
+                self._print(f"[yellow]notice:[/] {escape(_short(event.message.text, 300))}")
+        elif isinstance(event, ModelCallEvent):
+            self._model_call(event)
+        elif isinstance(event, ToolResultEvent):
+            seconds = f"{event.duration_s:.1f}s"
+            if event.result.error is not None:
+                err = event.result.error
+                self._print(
+                    f"  [red]← {escape(event.name)} {seconds} error {escape(err.code)}:[/] "
+                    f"{escape(_short(err.message, _OBSERVATION_CHARS))}"
+                )
+            else:
+                media = [p.type for p in event.result.content if p.type != "text"]
+                extra = f" [+{len(media)} media]" if media else ""
+                text = _short(event.result.text, _OBSERVATION_CHARS) or "(no text)"
+                self._print(f"  [green]← {escape(event.name)}[/] {seconds}{extra}: {escape(text)}")
+        elif isinstance(event, AnswerEvent):
+            title = "answer (forced final)" if event.forced else "answer"
+            body = escape(event.answer) if event.answer is not None else "[red](no answer)[/]"
+            self.console.print(Panel(body, title=title, expand=False), highlight=False)
+        elif isinstance(event, ErrorEvent):
+            self._print(f"[red]{escape(event.error_kind)}:[/] {escape(event.message)}")
+        elif isinstance(event, RunEnd):
+            u = event.usage
+            self._print(
+                f"[dim]{event.status}: {event.turns} turns, {u.prompt_tokens} prompt + "
+                f"{u.completion_tokens} completion tokens, {event.wall_s:.1f} s[/]"
+            )
+
+    def _model_call(self, event: ModelCallEvent) -> None:
+        if event.model != self.agent_model:  # a perception tool's own model
+            self._print(f"  [dim]({escape(event.model)} answered a perception question)[/]")
+            return
+        self.step += 1
+        self.console.print(Rule(f"step {self.step}", align="left", style="dim"))
+        if event.error is not None:
+            self._print(f"[red]model call failed:[/] {escape(event.error)}")
+            return
+        output = event.output
+        if output is None:
+            return
+        if output.reasoning:
+            self._print(f"[dim italic]{escape(_short(output.reasoning, _THOUGHT_CHARS))}[/]")
+        if output.text.strip():
+            self._print(escape(_short(output.text, _THOUGHT_CHARS)))
+        for call in output.tool_calls:
+            self._print(f"  [cyan]→ {escape(call.name)}[/]({escape(_arguments(call.arguments))})")
+
+
+def print_result(console: Console, result: AskResult) -> None:
+    """The closing lines: where the trajectory and the workspace are."""
+    console.print(f"trajectory: {result.trajectory_path}", highlight=False, soft_wrap=True)
+    console.print(
+        f"[dim]replay it with: omnilab trace {escape(str(result.trajectory_path))}[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def run_ask(
+    files: list[Path],
+    question: str,
+    *,
+    console: Console | None,
+    **options: Any,
+) -> AskResult:
+    """Run :func:`omnilab.api.ask_async` with a live view on ``console`` (none: quiet)."""
+    import asyncio
+
+    view = LiveView(console) if console is not None else None
+    return asyncio.run(ask_async(files, question, on_event=view, **options))
+
+
+def _split(args: list[str]) -> tuple[list[Path], str]:
+    if not args:
+        raise OmnilabError('give the files, then the question: omnilab ask clip.mp4 "What ...?"')
+    *files, question = args
+    return [Path(f) for f in files], question
+
+
+def ask(
+    args: Annotated[
+        list[str],
+        typer.Argument(help="Input files, then the question (last).", metavar="FILE... QUESTION"),
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="provider:model or provider:model@URL; default: the configured one.",
+        ),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode", help="native, active, tools or evidence; default: from the model's flags."
+        ),
+    ] = None,
+    variant: Annotated[
+        str | None,
+        typer.Option("--variant", help="System prompt: base or omniatlas; default: by mode."),
+    ] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option("--max-turns", min=1, help="Tool-using turns before a forced final answer."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="Token budget of the whole run."),
+    ] = None,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option("--max-seconds", min=1.0, help="Wall-clock budget of the whole run."),
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools", help="Comma-separated tools to offer, e.g. web_search,code_executor."
+        ),
+    ] = None,
+    perception_model: Annotated[
+        str | None,
+        typer.Option("--perception-model", help="Model behind audio_qa/vision_qa (mode tools)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Run folder (trajectory + workspace); default: a new one."),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="No live view; print the result as JSON.")
+    ] = False,
+) -> None:
+    """Answer QUESTION about the FILEs with an agent, showing each step as it happens.
+
+    Example: omnilab ask sample.mp4 "What text appears on screen?"
+    """
+    files, question = _split(args)
+    tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
+    console = None if json_out else Console(highlight=False)
+    if console is not None:
+        console.print(Rule(escape(question)))
+    result = run_ask(
+        files,
+        question,
+        console=console,
+        model=model,
+        mode=mode,
+        variant=variant,
+        tools=tool_names,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        max_seconds=max_seconds,
+        perception_model=perception_model,
+        generate=GenerateConfig(),
+        run_dir=out,
+    )
+    if console is None:
+        end = result.trajectory.run_end
+        summary = {
+            "answer": result.answer,
+            "status": result.status,
+            "trajectory": str(result.trajectory_path),
+            "workspace": str(result.workspace),
+            "turns": end.turns if end is not None else None,
+            "usage": result.trajectory.usage.model_dump(),
+            "wall_s": end.wall_s if end is not None else None,
+        }
+        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        return
+    print_result(console, result)

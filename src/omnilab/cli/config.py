@@ -1,0 +1,122 @@
+"""``omnilab config``: the effective settings (secrets masked) or the reference of every setting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel, SecretStr
+from pydantic.fields import FieldInfo
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from omnilab.config import Settings, config_file, get_settings
+
+__all__ = ["SettingRow", "config", "reference_markdown", "setting_rows"]
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    """One leaf setting: its dotted name, env var, default, current value and description."""
+
+    name: str
+    env: str
+    default: str
+    value: Any
+    description: str
+
+
+def _section(annotation: object) -> type[BaseModel] | None:
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
+
+
+def _default(field: FieldInfo) -> str:
+    if field.default_factory is not None:
+        made = field.default_factory()  # type: ignore[call-arg]
+        return (
+            "(platform cache dir)"
+            if field.default_factory.__name__ == "_default_cache_dir"
+            else repr(made)
+        )
+    return repr(field.default)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return "***" if value.get_secret_value() else ""
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    return value
+
+
+def setting_rows(settings: Settings | None = None) -> Iterator[SettingRow]:
+    """Every leaf setting, depth first, with secrets masked in ``value``."""
+    current: BaseModel = settings if settings is not None else get_settings()
+
+    def walk(
+        model: type[BaseModel], obj: BaseModel | None, path: list[str]
+    ) -> Iterator[SettingRow]:
+        for name, field in model.model_fields.items():
+            value = getattr(obj, name) if obj is not None else None
+            sub = _section(field.annotation)
+            if sub is not None:
+                yield from walk(sub, value, [*path, name])
+                continue
+            yield SettingRow(
+                name=".".join([*path, name]),
+                env="OMNILAB_" + "__".join([*path, name]).upper(),
+                default=_default(field),
+                value=_masked(value),
+                description=" ".join((field.description or "").split()),
+            )
+
+    yield from walk(type(current), current, [])
+
+
+def reference_markdown() -> str:
+    """The settings reference as a Markdown table (docs/configuration.md embeds it)."""
+    lines = ["| setting | env var | default | meaning |", "|---|---|---|---|"]
+    for row in setting_rows(Settings.model_construct()):
+        # Field docstrings use reST literals; Markdown wants single backticks.
+        text = row.description.replace("``", "`").replace("|", "\\|")
+        lines.append(f"| `{row.name}` | `{row.env}` | `{row.default}` | {text} |")
+    return "\n".join(lines)
+
+
+def config(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the settings as JSON.")] = False,
+    reference: Annotated[
+        bool,
+        typer.Option(
+            "--reference",
+            help="Print every setting with its env var, default and meaning (Markdown).",
+        ),
+    ] = False,
+) -> None:
+    """Show the settings in effect (secrets masked) and where they come from.
+
+    Precedence: defaults < the TOML file ($OMNILAB_CONFIG or ./omnilab.toml) < OMNILAB_* environment
+    variables < command-line flags.
+    """
+    if reference:
+        typer.echo(reference_markdown())
+        return
+    rows = list(setting_rows())
+    if json_out:
+        typer.echo(json.dumps({r.name: r.value for r in rows}, indent=2, default=str))
+        return
+    console = Console(highlight=False, emoji=False)
+    source = config_file()
+    console.print(
+        f"config file: {escape(str(source))} ({'found' if source.exists() else 'not found'})"
+    )
+    table = Table("setting", "value", "env var", box=None, padding=(0, 2))
+    for r in rows:
+        table.add_row(r.name, escape(str(r.value)), r.env)
+    console.print(table)

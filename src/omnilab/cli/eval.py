@@ -1,0 +1,398 @@
+"""``omnilab eval``, ``score``, ``metrics``, ``compare`` and ``analyze``: run a benchmark and read
+runs back.
+
+Each command parses its options, calls one library function of :mod:`omnilab.bench` and renders
+the result with rich; progress goes to stderr, tables and JSON to stdout. User mistakes are
+:class:`~omnilab.errors.OmnilabError` s, printed by ``omnilab.cli.main`` as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from omnilab.agents.base import Budgets
+from omnilab.bench.errors import BenchError
+from omnilab.bench.executor import RunSetupError
+from omnilab.bench.metrics import DEFAULT_GROUPS
+from omnilab.bench.progress import RichProgress
+from omnilab.bench.reports import analyze_run, compare_sources, open_source, source_metrics
+from omnilab.bench.rescore import SCORER_NAMES, rescore_run, resolve_judges
+from omnilab.bench.roles import role_model
+from omnilab.bench.run_dir import RunConfig, RunDir, Selection
+from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
+from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
+from omnilab.config import get_settings
+from omnilab.models import default_model_name
+
+__all__ = ["analyze", "compare", "eval_", "metrics", "score"]
+
+RunArg = Annotated[
+    Path, typer.Argument(help="A run folder (or a results .jsonl file).", show_default=False)
+]
+ScoresOpt = Annotated[
+    str | None,
+    typer.Option("--scores", help="Read the run's re-scoring scores/NAME.jsonl instead."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ByOpt = Annotated[
+    str,
+    typer.Option(
+        "--by",
+        help="Groupings to show, comma-separated (level, category, task_type, "
+        "modalities, required_tools, or a metadata attribute).",
+    ),
+]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data", help="The dataset file, if it moved since the run (answers are read from it)."
+    ),
+]
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Repeated and comma-separated values as one list: ``--level Easy,Hard --level Medium``."""
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _pairs(values: list[str] | None, what: str, *, parse_json: bool) -> dict[str, Any]:
+    pairs: dict[str, Any] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BenchError(f"{what} {item!r} is not KEY=VALUE")
+        parsed: Any = value
+        if parse_json:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = value  # a bare word is a string: -O mode=omniatlas
+        pairs[key.strip()] = parsed
+    return pairs
+
+
+def _pick(given: Any, stored: RunConfig | None, field: str, default: Any) -> Any:
+    """An option's value: what was typed, else the resumed run's, else the default."""
+    if given is not None:
+        return given
+    if stored is not None:
+        return getattr(stored, field)
+    return default
+
+
+def _selection(stored: RunConfig | None, **given: Any) -> Selection:
+    base = stored.selection if stored is not None else Selection()
+    update = {k: v for k, v in given.items() if v not in (None, [])}
+    return base.model_copy(update=update)
+
+
+def _budgets(stored: RunConfig | None, **given: Any) -> Budgets:
+    base = stored.budgets if stored is not None else Budgets()
+    return base.model_copy(update={k: v for k, v in given.items() if v is not None})
+
+
+def _stamp() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def _render_outcome(outcome: RunOutcome, console: Console) -> None:
+    run = RunDir(outcome.run)
+    for renderable in summary_tables(outcome.summary, label=f"run {run.path.name}"):
+        console.print(renderable)
+    console.print(
+        f"{outcome.ran} tasks run now, {outcome.already_done} were done before, "
+        f"{outcome.selected} selected; results {run.results_file}, trajectories "
+        f"{run.path / 'trajectories'}, metrics {run.metrics_file}"
+    )
+
+
+def eval_(
+    dataset: Annotated[
+        str | None,
+        typer.Argument(
+            help="Dataset format (omnigaia, omni-deepsearch, omniagent, mcq, jsonl); "
+            "taken from the run when resuming.",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="The dataset file.")] = None,
+    media_root: Annotated[
+        Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent scaffold (default: tir).")
+    ] = None,
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-option",
+            "-O",
+            help="KEY=VALUE agent option (value read as JSON when it is JSON); repeatable.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="The agent's model, provider:model.")
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", help="ROLE=MODEL for a further model (e.g. perception=...)."),
+    ] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Tools to offer, comma-separated.")
+    ] = None,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge", help="Judge model; repeat for a majority vote (default: bench.judge_model)."
+        ),
+    ] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            "--scorer", help=f"Scorer ({', '.join(SCORER_NAMES)}) (default: the dataset's)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency", "-c", min=1, help="Tasks at once (default: bench.concurrency)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", min=0.001, help="Seconds per task (default: bench.task_timeout_s)."
+        ),
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help="Agent turns per task (default: 50).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Agent tokens per task.")
+    ] = None,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option("--max-seconds", min=0.001, help="Agent's own time budget per task."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Run seed (default: 0).")] = None,
+    level: Annotated[
+        list[str] | None, typer.Option("--level", help="Only these Levels (repeat or a,b).")
+    ] = None,
+    category: Annotated[
+        list[str] | None, typer.Option("--category", help="Only these categories.")
+    ] = None,
+    ids: Annotated[
+        list[str] | None, typer.Option("--ids", help="Only these task ids (repeat or a,b).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="The first N selected tasks.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Run folder (default: bench.runs_dir/DATASET-AGENT-TIME)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in --out, skipping finished tasks.")
+    ] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="With --resume: run failed tasks again.")
+    ] = False,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="Where tasks execute (default: local).")
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")
+    ] = True,
+) -> None:
+    """Run an agent on a benchmark: results, trajectories and metrics in a run folder."""
+    if resume and out is None:
+        raise BenchError("--resume needs --out DIR, the run folder to continue")
+    if retry_failed and not resume:
+        raise BenchError("--retry-failed needs --resume")
+    settings = get_settings().bench
+    stored = RunDir(out).read_config() if resume and out and RunDir(out).is_run() else None
+    name = _pick(dataset, stored, "dataset", None)
+    data_path = _pick(data, stored, "data", None)
+    if name is None or data_path is None:
+        raise BenchError("name the dataset and its file: omnilab eval DATASET --data PATH")
+    agent_name = _pick(agent, stored, "agent", "tir")
+    given_judges = _split(judge) or None
+    config = new_config(
+        name,
+        data_path,
+        agent=agent_name,
+        model=_pick(model, stored, "model", None) or default_model_name(),
+        media_root=_pick(media_root, stored, "media_root", None),
+        agent_options=_pick(
+            _pairs(agent_option, "--agent-option", parse_json=True) or None,
+            stored,
+            "agent_options",
+            {},
+        ),
+        roles=_pick(_pairs(role, "--role", parse_json=False) or None, stored, "roles", {}),
+        tools=_pick(_split([tools]) if tools is not None else None, stored, "tools", None),
+        budgets=_budgets(
+            stored, max_turns=max_turns, max_tokens=max_tokens, max_seconds=max_seconds
+        ),
+        task_timeout_s=_pick(timeout, stored, "task_timeout_s", settings.task_timeout_s),
+        scorer=_pick(scorer, stored, "scorer", None),
+        judges=_pick(given_judges, stored, "judges", []),
+        seed=_pick(seed, stored, "seed", 0),
+        selection=_selection(
+            stored,
+            levels=_split(level),
+            categories=_split(category),
+            ids=_split(ids),
+            limit=limit,
+        ),
+        backend=_pick(backend, stored, "backend", "local"),
+        concurrency=_pick(concurrency, stored, "concurrency", settings.concurrency),
+    )
+    run_dir = out or settings.runs_dir / f"{name}-{agent_name}-{_stamp()}"
+    plan = plan_run(config, run_dir, resume=resume, retry_failed=retry_failed)
+    err = _err()
+    for note in plan.notes:
+        err.print(f"note: {note}")
+    try:
+        outcome = asyncio.run(_execute(plan, config.concurrency or 1, progress, err))
+    except RunSetupError as e:
+        raise RunSetupError(
+            f"{e}; finished tasks are saved, continue with omnilab eval --out {run_dir} --resume"
+        ) from None
+    except KeyboardInterrupt:
+        finished = len(RunDir(run_dir).results())
+        err.print(
+            f"interrupted: {finished} finished tasks are saved in {run_dir}; continue with "
+            f"omnilab eval --out {run_dir} --resume"
+        )
+        raise typer.Exit(130) from None
+    _render_outcome(outcome, _out())
+
+
+async def _execute(plan: RunPlan, concurrency: int, progress: bool, err: Console) -> RunOutcome:
+    if not progress:
+        return await execute(plan, concurrency=concurrency)
+    selected = {t.id for t in plan.tasks}
+    done = [r for r in plan.done if r.task_id in selected]
+    with RichProgress(len(plan.tasks), done=done, console=err) as bar:
+        return await execute(plan, concurrency=concurrency, on_result=bar.add)
+
+
+def score(
+    run: Annotated[Path, typer.Argument(help="The run folder.", show_default=False)],
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge", help="Judge model; repeat for a majority vote (default: bench.judge_model)."
+        ),
+    ] = None,
+    scorer: Annotated[
+        str | None, typer.Option("--scorer", help="Scorer (default: the run's).")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Name of the scores file (default: scorer-judge).")
+    ] = None,
+    data: DataOpt = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
+    json_out: JsonOpt = False,
+) -> None:
+    """Score a run's answers again (another judge or scorer) without running the agent; writes
+    scores/NAME.jsonl, never touching results.jsonl."""
+    folder = RunDir(run)
+    chosen = scorer or folder.read_config().scorer
+    judges = resolve_judges(chosen, _split(judge))
+    outcome = asyncio.run(
+        rescore_run(
+            folder,
+            scorer_name=chosen,
+            judges=judges,
+            name=name,
+            data=data,
+            concurrency=concurrency,
+        )
+    )
+    if json_out:
+        typer.echo(outcome.model_dump_json(indent=2))
+        return
+    console = _out()
+    for renderable in summary_tables(outcome.summary, label=f"{run.name}:{outcome.info.name}"):
+        console.print(renderable)
+    console.print(
+        f"scores {outcome.path}; metrics: omnilab metrics {run} --scores {outcome.info.name}"
+    )
+
+
+def metrics(
+    run: RunArg, scores: ScoresOpt = None, by: ByOpt = "level,category", json_out: JsonOpt = False
+) -> None:
+    """Metrics of a run (Pass@1 with its interval, EM, groups, tokens, cost, time); writes
+    metrics.json (or scores/NAME.metrics.json)."""
+    source = open_source(run, scores)
+    groups = _split([by])
+    summary = source_metrics(source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *groups])))
+    if json_out:
+        typer.echo(summary.model_dump_json(indent=2))
+        return
+    console = _out()
+    for renderable in summary_tables(summary, label=source.label, groups=groups):
+        console.print(renderable)
+
+
+def compare(
+    a: Annotated[Path, typer.Argument(help="Run folder or results file A.", show_default=False)],
+    b: Annotated[Path, typer.Argument(help="Run folder or results file B.", show_default=False)],
+    by: ByOpt = "level,category",
+    json_out: JsonOpt = False,
+) -> None:
+    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks."""
+    groups = tuple(_split([by]))
+    comparison = compare_sources(open_source(a), open_source(b), groups=groups)
+    if json_out:
+        typer.echo(comparison.model_dump_json(indent=2))
+        return
+    console = _out()
+    for renderable in comparison_tables(comparison, groups=groups):
+        console.print(renderable)
+    if comparison.only_in_a or comparison.only_in_b:
+        console.print(
+            f"not shared: {comparison.only_in_a} tasks only in A, {comparison.only_in_b} only in B"
+        )
+
+
+def analyze(
+    run: RunArg,
+    scores: ScoresOpt = None,
+    analyst: Annotated[
+        str | None, typer.Option("--analyst", help="Analyst model (default: bench.analyst_model).")
+    ] = None,
+    data: DataOpt = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 4,
+    json_out: JsonOpt = False,
+) -> None:
+    """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
+    source = open_source(run, scores)
+    model = role_model("analyst", analyst)
+    analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
+    if json_out:
+        typer.echo(analysis.model_dump_json(indent=2))
+        return
+    console = _out()
+    for renderable in analysis_tables(analysis):
+        console.print(renderable)
