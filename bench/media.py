@@ -261,7 +261,7 @@ def media_ops(video: Path, duration: float, repeat: int) -> list[Row]:
             AUDIO_SECONDS,
             ".wav",
         ),
-        ("clip 10 s (middle)", "omnilab.media.clip", "clip", CLIP_SECONDS, ".mp4"),
+        ("clip 10 s (middle)", "omnilab.media.clips", "clip", CLIP_SECONDS, ".mp4"),
     ]
     for label, module, name, seconds, suffix in ops:
         try:

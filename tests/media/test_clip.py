@@ -17,7 +17,7 @@ from omnilab.config import get_settings
 from omnilab.media import probe, synth
 from omnilab.media.audio import audio_samples
 from omnilab.media.cache import MediaCache
-from omnilab.media.clip import clip
+from omnilab.media.clips import clip
 from omnilab.media.errors import MediaError, MediaErrorCode
 
 FPS = 25
@@ -161,8 +161,7 @@ def test_clip_is_cached(video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
     def no_encoding(*args: object, **kwargs: object) -> None:
         raise AssertionError("a cached clip was encoded again")
 
-    # omnilab.media.clip is the function once the package is imported; patch the module.
-    monkeypatch.setattr(importlib.import_module("omnilab.media.clip"), "_encode", no_encoding)
+    monkeypatch.setattr(importlib.import_module("omnilab.media.clips"), "_encode", no_encoding)
     inode = first.stat().st_ino
     assert clip(video, 0.6, 1.6) == first and first.stat().st_ino == inode
     with pytest.raises(AssertionError, match="encoded again"):

@@ -20,8 +20,7 @@ from omnilab.media import Frame, MediaError, MediaErrorCode, frames, frames_at, 
 FPS = 25
 DURATION = 4.0  # the conftest ``video``: 4 s, 25 fps, 320x240, 1 s GOP
 LAST_INDEX = round(DURATION * FPS) - 1
-# ``omnilab.media.frames`` is also the name of the exported function, so fetch the module itself.
-frames_module = importlib.import_module("omnilab.media.frames")
+frames_module = importlib.import_module("omnilab.media.video")
 
 
 def shown_at(t: float, *, fps: int = FPS, count: int = LAST_INDEX + 1) -> int:

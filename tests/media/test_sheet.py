@@ -10,9 +10,9 @@ from PIL import Image
 
 from omnilab.config import get_settings
 from omnilab.media import MediaError, MediaErrorCode, synth
-from omnilab.media.frames import Frame
 from omnilab.media.image import resize
 from omnilab.media.sheet import GAP, contact_sheet, format_timestamp, sheet_times, video_sheet
+from omnilab.media.video import Frame
 
 
 def _frame(index: int, t: float, size: tuple[int, int] = (320, 240)) -> Frame:

@@ -21,12 +21,12 @@ from omnilab.errors import OmnilabError
 from omnilab.media import MediaError, MediaErrorCode
 from omnilab.media import probe as probe_file
 from omnilab.media.audio import audio_segment
-from omnilab.media.clip import clip as clip_file
-from omnilab.media.frames import frames as frames_between
-from omnilab.media.frames import frames_at
+from omnilab.media.clips import clip as clip_file
 from omnilab.media.image import crop as crop_image
 from omnilab.media.image import load_image
 from omnilab.media.sheet import video_sheet
+from omnilab.media.video import frames as frames_between
+from omnilab.media.video import frames_at
 
 __all__ = [
     "app",

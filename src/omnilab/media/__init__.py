@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from omnilab.media.audio import audio_samples, audio_segment
 from omnilab.media.cache import MediaCache
-from omnilab.media.clip import clip
+from omnilab.media.clips import clip
 from omnilab.media.errors import MediaError, MediaErrorCode
-from omnilab.media.frames import Frame, frames, frames_at
 from omnilab.media.image import crop, load_image, resize
 from omnilab.media.probe import MediaInfo, MediaKind, probe
 from omnilab.media.sheet import contact_sheet, video_sheet
+from omnilab.media.video import Frame, frames, frames_at
 
 __all__ = [
     "Frame",

@@ -17,9 +17,9 @@ from PIL import Image, ImageDraw, ImageFont
 
 from omnilab.config import get_settings
 from omnilab.media._validate import check_count, check_time_range, require_video
-from omnilab.media.frames import Frame, frames_at
 from omnilab.media.image import resize
 from omnilab.media.probe import probe
+from omnilab.media.video import Frame, frames_at
 
 __all__ = ["GAP", "contact_sheet", "format_timestamp", "sheet_times", "video_sheet"]
 
@@ -49,7 +49,7 @@ def contact_sheet(
     """Lay ``frames`` out in reading order on a grid, each labelled with its timestamp.
 
     Args:
-        frames: The frames to show (at least one), e.g. from :func:`omnilab.media.frames.frames`.
+        frames: The frames to show (at least one), e.g. from :func:`omnilab.media.video.frames`.
         columns: Cells per row; default ``ceil(sqrt(len(frames)))`` (a near-square sheet).
         tile_edge: Longest edge of each tile in pixels; frames larger than that are shrunk.
 

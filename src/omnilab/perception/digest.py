@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from omnilab.config import get_settings
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError
-from omnilab.media.frames import Frame, frames_at
 from omnilab.media.probe import MediaInfo, MediaKind, probe
 from omnilab.media.sheet import contact_sheet
+from omnilab.media.video import Frame, frames_at
 from omnilab.perception._audio import load_samples
 from omnilab.perception._cache import cached
 from omnilab.perception.asr import backends as asr_backends

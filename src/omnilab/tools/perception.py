@@ -38,9 +38,9 @@ from omnilab.media._validate import check_time_range, require_audio, require_vid
 from omnilab.media.audio import audio_segment
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
-from omnilab.media.frames import frames
 from omnilab.media.image import crop, load_image
 from omnilab.media.probe import MediaInfo
+from omnilab.media.video import frames
 from omnilab.models.capabilities import Capabilities
 from omnilab.tools import _evidence
 from omnilab.tools._specs import omnigaia_function

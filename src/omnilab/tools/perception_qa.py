@@ -24,7 +24,7 @@ from omnilab.inputs import FileKind, InputFile, InputSet
 from omnilab.media._validate import require_audio
 from omnilab.media.audio import audio_segment
 from omnilab.media.errors import fmt_s
-from omnilab.media.frames import frames_at
+from omnilab.media.video import frames_at
 from omnilab.models.errors import ModelError
 from omnilab.models.model import Model
 from omnilab.models.types import Message

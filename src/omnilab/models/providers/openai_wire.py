@@ -112,7 +112,7 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
             mime = part.guess_mime("video/mp4")
             return [{"type": "video_url", "video_url": {"url": _data_url(mime, part.read_bytes())}}]
         if part.path is not None:
-            from omnilab.media.clip import clip
+            from omnilab.media.clips import clip
             from omnilab.media.probe import probe
 
             end = part.end if part.end is not None else (probe(part.path).duration or 0.0)
@@ -131,8 +131,8 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
             f"video {part.name} must be a file to send as frames; give a path instead",
         )
     from omnilab.media.audio import audio_segment
-    from omnilab.media.frames import frames_at
     from omnilab.media.probe import probe
+    from omnilab.media.video import frames_at
 
     info = probe(part.path)
     start = part.start or 0.0
