@@ -207,7 +207,9 @@ def _worker(root: str, source: str, out_dir: str, barrier: BarrierType) -> None:
 
 
 def test_concurrent_processes_end_with_one_complete_file(tmp_path: Path, source: Path) -> None:
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: by now the test process may run native thread pools (onnxruntime, ...),
+    # and a forked child can inherit one of their locks held, then hang on it.
+    ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(4)
     root, out_dir = tmp_path / "shared", tmp_path / "workers"
     out_dir.mkdir()
