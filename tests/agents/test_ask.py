@@ -244,3 +244,20 @@ def test_real_embedded_model_completes_a_run(tmp_path: Path) -> None:
     assert start is not None and start.config["mode"] == "evidence"
     assert start.models == {"agent": "local:smollm2"}
     assert len(saved.model_calls) >= 1
+
+
+def test_cli_missing_file_is_reported_before_anything_runs(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "omnilab", "ask", str(tmp_path / "nope.mp4"), "What?"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""  # no header, no live view: nothing started
+    assert (
+        proc.stderr.strip()
+        == f"error: input file not found: {tmp_path / 'nope.mp4'} (check the path)"
+    )
+    assert not (tmp_path / "omnilab-runs").exists()

@@ -18,6 +18,7 @@ from rich.rule import Rule
 
 from omnilab.api import AskResult, ask_async
 from omnilab.errors import OmnilabError
+from omnilab.inputs import InputSet
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import GenerateConfig
 from omnilab.trajectory import (
@@ -214,6 +215,7 @@ def ask(
     """
     files, question = _split(args)
     tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
+    InputSet.from_paths(files)  # a missing or unreadable file is reported before anything runs
     console = None if json_out else Console(highlight=False)
     if console is not None:
         console.print(Rule(escape(question)))
