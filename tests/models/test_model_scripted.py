@@ -82,3 +82,22 @@ def test_error_steps_map_to_kinds() -> None:
 def test_unknown_malformed_style_is_rejected() -> None:
     with pytest.raises(ValueError, match="style must be one of"):
         scripted.malformed_tool_call("search", style="weird")
+
+
+@pytest.mark.parametrize("repeat", [True, False])
+def test_repeat_starts_the_script_again(tmp_path: Path, repeat: bool) -> None:
+    """``"repeat": true`` lets one script answer any number of calls (e.g. a judge in an eval)."""
+    path = tmp_path / "judge.json"
+    path.write_text(f'{{"outputs": ["Correct", "Incorrect"], "repeat": {str(repeat).lower()}}}')
+    model = get_model(f"scripted:{path}", max_attempts=1)
+    assert [model.generate_sync("q").text for _ in range(2)] == ["Correct", "Incorrect"]
+    if repeat:
+        assert [model.generate_sync("q").text for _ in range(3)] == [
+            "Correct",
+            "Incorrect",
+            "Correct",
+        ]
+    else:
+        with pytest.raises(ModelError) as err:
+            model.generate_sync("q")
+        assert err.value.kind is ErrorKind.EXHAUSTED

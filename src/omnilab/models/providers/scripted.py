@@ -12,7 +12,9 @@ A file holds a list, or ``{"outputs": [...]}``, of steps in short form::
     {"malformed_tool_call": {"name": "search", "arguments": {"q": "cats"}}}  # call cut off in text
     {"output": {...}}                                      # a full ModelOutput
 
-Each call takes the next step; running out is an error, so a test sees extra calls.
+Each call takes the next step; running out is an error, so a test sees extra calls. A file of the
+form ``{"outputs": [...], "repeat": true}`` starts again from the first step instead, so one
+script can serve every task of an evaluation run (e.g. a judge that always says ``Correct``).
 """
 
 from __future__ import annotations
@@ -180,6 +182,10 @@ def _expand_short_form(item: object) -> object:
 
 def load_script(path: Path) -> list[ScriptStep]:
     """Read the steps of a JSON or YAML script file."""
+    return parse_steps(_read_script(path), source=f"scripted:{path}")
+
+
+def _read_script(path: Path) -> object:
     try:
         raw_text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -199,7 +205,7 @@ def load_script(path: Path) -> list[ScriptStep]:
             data = json.loads(raw_text)
         except ValueError as e:
             raise ModelConfigError(source, f"script is not valid JSON ({e})") from None
-    return parse_steps(data, source=source)
+    return data
 
 
 def parse_steps(data: object, *, source: str = "scripted") -> list[ScriptStep]:
@@ -224,6 +230,7 @@ class ScriptedAdapter:
         *,
         name: str = "scripted",
         capabilities: Capabilities | None = None,
+        repeat: bool = False,
     ) -> None:
         self.endpoint = name
         self.secrets: tuple[str, ...] = ()
@@ -235,6 +242,8 @@ class ScriptedAdapter:
             repeats = step.times if isinstance(step, ErrorStep | TimeoutStep) else 1
             self._queue.extend([step] * repeats)
         self._total = len(self._queue)
+        # With repeat, running out starts the script again (never when it has no step at all).
+        self._replay = list(self._queue) if repeat else []
         self.requests: list[tuple[list[Message], list[ToolSpec], GenerateConfig]] = []
 
     @property
@@ -247,6 +256,8 @@ class ScriptedAdapter:
     ) -> ModelOutput:
         """Replay the next step."""
         self.requests.append((list(messages), list(tools), config))
+        if not self._queue and self._replay:
+            self._queue.extend(self._replay)
         if not self._queue:
             raise ProviderError(
                 ErrorKind.EXHAUSTED, f"all {self._total} scripted outputs were already used"
@@ -285,4 +296,10 @@ def scripted_model(
 def create(spec: AdapterSpec) -> ScriptedAdapter:
     """The adapter for ``scripted:FILE``."""
     path = Path(spec.model).expanduser()
-    return ScriptedAdapter(load_script(path), name=spec.name, capabilities=spec.capabilities)
+    data = _read_script(path)
+    return ScriptedAdapter(
+        parse_steps(data, source=spec.name),
+        name=spec.name,
+        capabilities=spec.capabilities,
+        repeat=isinstance(data, dict) and data.get("repeat") is True,
+    )
