@@ -206,3 +206,51 @@ def test_default_tools_fit_the_inputs(video: Path, image_file: Path) -> None:
     assert default_tools("active", vid) == ["read_video", "read_audio", *web]
     assert default_tools("evidence", img) == ["read_image", *web]
     assert default_tools("tools", img) == ["vision_qa", *web]
+
+
+def test_audio_as_tool_shows_pictures_and_leaves_sound_to_audio_qa(
+    run_agent: RunAgent, video: Path, image_file: Path, audio_file: Path
+) -> None:
+    """Table 3, "audio as tool": frames and images native, no sound, only audio_qa offered."""
+    model, adapter = scripted([s.text("<answer>a</answer>")], caps=VISION)
+    run = run_agent(model, [video, image_file, audio_file], mode="audio-as-tool")
+    sent, specs, _ = adapter.requests[0]
+    user = sent[1].content
+    assert not any(isinstance(p, Audio | Video) for p in user)
+    images = [p for p in user if isinstance(p, Image)]
+    # The 4 s fixture video at 1 fps gives 4 frames, then the image input itself.
+    assert len(images) == 5 and images[-1].path == image_file
+    times = [p.text for p in user if isinstance(p, Text) and p.text.startswith("t=")]
+    assert len(times) == 4 and times[0] == "t=0.00 s"
+    assert any("ask audio_qa" in p.text for p in user if isinstance(p, Text))
+    names = [t.name for t in specs]
+    assert "audio_qa" in names and "vision_qa" not in names and "read_video" not in names
+    start = run.saved.run_start
+    assert start is not None and start.config["mode"] == "audio-as-tool"
+
+
+def test_vision_as_tool_gives_sound_and_leaves_pictures_to_vision_qa(
+    run_agent: RunAgent, video: Path, image_file: Path, audio_file: Path
+) -> None:
+    """Table 3, "vision as tool": audio files and the video's sound track, no pictures."""
+    caps = Capabilities(audio=True)
+    model, adapter = scripted([s.text("<answer>a</answer>")], caps=caps)
+    run_agent(model, [video, image_file, audio_file], mode="vision-as-tool")
+    sent, specs, _ = adapter.requests[0]
+    user = sent[1].content
+    assert not any(isinstance(p, Image | Video) for p in user)
+    sounds = [p for p in user if isinstance(p, Audio)]
+    assert [p.path for p in sounds] == [video, audio_file]  # the video's track, the audio file
+    names = [t.name for t in specs]
+    assert "vision_qa" in names and "audio_qa" not in names
+
+
+@pytest.mark.parametrize(
+    ("mode", "caps"), [("audio-as-tool", TEXT_ONLY), ("vision-as-tool", VISION)]
+)
+def test_single_modality_modes_need_their_native_modality(
+    run_agent: RunAgent, video: Path, mode: str, caps: Capabilities
+) -> None:
+    model, _ = scripted([s.text("<answer>a</answer>")], caps=caps)
+    with pytest.raises(AgentConfigError, match=f"mode {mode} shows"):
+        run_agent(model, [video], mode=mode)

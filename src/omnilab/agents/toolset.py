@@ -67,7 +67,13 @@ def default_tools(mode: Mode, inputs: InputSet) -> list[str]:
     perception tools of ``active``/``evidence`` (read_*) or ``tools`` (audio_qa, vision_qa)
     that fit the kinds of inputs present."""
     kinds = {f.kind for f in inputs}
-    perception = _READ if mode in ("active", "evidence") else _QA if mode == "tools" else ()
+    perception = {
+        "active": _READ,
+        "evidence": _READ,
+        "tools": _QA,
+        "audio-as-tool": ("audio_qa",),
+        "vision-as-tool": ("vision_qa",),
+    }.get(mode, ())
     chosen = [name for name in perception if _NEEDS[name] & kinds]
     return [*chosen, *_WEB, *_CODE]
 

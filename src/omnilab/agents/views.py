@@ -4,6 +4,9 @@
 - ``active`` (OmniAtlas): a compact view, a contact sheet per video, each image shrunk, the start
   of each audio file, plus the read_* tools to look closer;
 - ``tools``: no media at all; the audio_qa / vision_qa tools perceive on the model's behalf;
+- ``audio-as-tool`` / ``vision-as-tool`` (OmniGAIA Table 3): one modality native, the other only
+  through its tool: images and video frames are shown but sound is left to audio_qa, or sound
+  (audio files, the audio track of videos) is given but pictures are left to vision_qa;
 - ``evidence``: for text-only models, a text digest of the media (transcript, audio events,
   shots, on-screen text) plus read_* tools that answer in text.
 
@@ -34,8 +37,20 @@ __all__ = [
     "media_kinds",
 ]
 
-Mode = Literal["native", "active", "tools", "evidence"]
-MODES: tuple[Mode, ...] = ("native", "active", "tools", "evidence")
+Mode = Literal["native", "active", "tools", "audio-as-tool", "vision-as-tool", "evidence"]
+MODES: tuple[Mode, ...] = (
+    "native",
+    "active",
+    "tools",
+    "audio-as-tool",
+    "vision-as-tool",
+    "evidence",
+)
+# What each single-modality mode shows natively, and which capability that needs.
+_SPLIT: dict[str, tuple[frozenset[FileKind], str]] = {
+    "audio-as-tool": (frozenset({"image", "video"}), "image"),
+    "vision-as-tool": (frozenset({"audio", "video"}), "audio"),
+}
 
 # The compact view of active mode: enough to decide where to look, small enough for any context.
 _SHEET_FRAMES = 16
@@ -86,6 +101,14 @@ def default_mode(inputs: InputSet, caps: Capabilities) -> Mode:
 
 def check_mode(mode: Mode, inputs: InputSet, caps: Capabilities, model: str) -> None:
     """Raise :class:`AgentConfigError` when ``mode`` cannot work with this model and these inputs."""
+    if mode in _SPLIT:
+        shown, flag = _SPLIT[mode]
+        if media_kinds(inputs) & shown and not getattr(caps, flag):
+            raise AgentConfigError(
+                f"mode {mode} shows {flag} natively, but {model} does not take {flag} "
+                f"(flags: {caps.describe()}); use --mode tools or evidence, or set its "
+                "capability flags in models.capabilities"
+            )
     if mode == "native":
         refused = sorted(k for k in media_kinds(inputs) if not _native_ok(caps, k))
         if refused:
@@ -145,6 +168,45 @@ def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
     return []
 
 
+def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
+    """The single-modality view of one file: pictures only, or sound only."""
+    from omnilab.config import get_settings
+    from omnilab.media.errors import MediaError
+    from omnilab.media.probe import probe
+    from omnilab.media.video import frames
+
+    if mode == "vision-as-tool":
+        if f.kind == "image":
+            return [Text(text=f"[{f.id}: image not shown; ask vision_qa about it]")]
+        what = (
+            "the sound track of the video; ask vision_qa about its pictures"
+            if f.kind == "video"
+            else "audio"
+        )
+        # An Audio part over a video file is sent as that video's audio track.
+        return [Text(text=f"[{f.id}: {what}]"), Audio(path=f.path)]
+    if f.kind == "audio":
+        return [Text(text=f"[{f.id}: audio not played; ask audio_qa about it]")]
+    if f.kind == "image":
+        return [Text(text=f"[{f.id}]"), f.content()]
+    settings = get_settings().perception_tools
+    try:
+        duration = probe(f.path).duration or 0.0
+        n = max(1, min(settings.video_max_frames, round(duration * settings.video_fps)))
+        shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
+    except MediaError as e:
+        return [Text(text=f"[{f.id}: no frames ({e.code}: {e.message})]")]
+    views.mkdir(parents=True, exist_ok=True)
+    parts: list[Content] = [
+        Text(text=f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]")
+    ]
+    for shot in shots:
+        out = views / f"{f.id}_t{shot.timestamp:.3f}.jpg"
+        shot.image.convert("RGB").save(out, quality=90)
+        parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
+    return parts
+
+
 async def _evidence(inputs: InputSet) -> Text:
     from omnilab.perception import digest
 
@@ -179,5 +241,10 @@ async def first_message_parts(
                 parts += await asyncio.to_thread(_compact, f, caps, views)
     elif mode == "evidence":
         parts.append(await _evidence(inputs))
+    elif mode in _SPLIT:
+        views = workspace / "views"
+        for f in inputs:
+            if f.kind in _MEDIA:
+                parts += await asyncio.to_thread(_one_modality, f, mode, views)
     parts.append(Text(text=question))
     return parts

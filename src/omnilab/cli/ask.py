@@ -172,7 +172,9 @@ def ask(
     mode: Annotated[
         str | None,
         typer.Option(
-            "--mode", help="native, active, tools or evidence; default: from the model's flags."
+            "--mode",
+            help="native, active, tools, audio-as-tool, vision-as-tool or evidence; "
+            "default: from the model's flags.",
         ),
     ] = None,
     variant: Annotated[
