@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from omnilab.config import get_settings
 from omnilab.tools.web.errors import WebError, WebErrorCode
+from omnilab.tools.web.types import SearchHit
 
 __all__ = ["RemoteProvider", "redact", "strip_tags"]
 
@@ -57,6 +58,39 @@ class RemoteProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def hits(
+        self,
+        results: list[dict[str, Any]],
+        top_k: int,
+        *,
+        url: str = "url",
+        snippet: str = "content",
+        dates: tuple[str, ...] = (),
+        html: bool = False,
+    ) -> list[SearchHit]:
+        """Map an API's result records to hits: the keys differ by provider, the rules do not.
+
+        Records without a URL are skipped; ``dates`` are tried in order; ``html`` strips the
+        markup some APIs put in titles and snippets.
+        """
+
+        def text(value: object) -> str:
+            raw = str(value or "")
+            return strip_tags(raw) if html else raw
+
+        return [
+            SearchHit(
+                title=text(r.get("title")),
+                url_or_id=str(r.get(url) or ""),
+                snippet=text(r.get(snippet)),
+                score=float(r["score"]) if isinstance(r.get("score"), int | float) else None,
+                provider=self.name,
+                date=next((str(r[d]) for d in dates if r.get(d)), None),
+            )
+            for r in results[:top_k]
+            if r.get(url)
+        ]
 
     @property
     def cache_id(self) -> str:

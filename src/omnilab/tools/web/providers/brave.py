@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnilab.tools.web._http import RemoteProvider, strip_tags
+from omnilab.tools.web._http import RemoteProvider
 from omnilab.tools.web.types import SearchHit
 
 __all__ = ["BraveSearch"]
@@ -31,14 +31,6 @@ class BraveSearch(RemoteProvider):
             secret=key,
         )
         results: list[dict[str, Any]] = ((data or {}).get("web") or {}).get("results") or []
-        return [
-            SearchHit(
-                title=strip_tags(str(r.get("title") or "")),
-                url_or_id=str(r.get("url") or ""),
-                snippet=strip_tags(str(r.get("description") or "")),
-                provider=self.name,
-                date=r.get("age") or r.get("page_age") or None,
-            )
-            for r in results[:top_k]
-            if r.get("url")
-        ]
+        return self.hits(
+            results, top_k, snippet="description", dates=("age", "page_age"), html=True
+        )

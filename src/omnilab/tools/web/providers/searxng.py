@@ -34,15 +34,4 @@ class SearxngSearch(RemoteProvider):
                 ) from None
             raise
         results: list[dict[str, Any]] = (data or {}).get("results") or []
-        return [
-            SearchHit(
-                title=str(r.get("title") or ""),
-                url_or_id=str(r.get("url") or ""),
-                snippet=str(r.get("content") or ""),
-                score=float(r["score"]) if isinstance(r.get("score"), int | float) else None,
-                provider=self.name,
-                date=r.get("publishedDate") or None,
-            )
-            for r in results[:top_k]
-            if r.get("url")
-        ]
+        return self.hits(results, top_k, dates=("publishedDate",))

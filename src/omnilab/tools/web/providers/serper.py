@@ -28,14 +28,4 @@ class SerperSearch(RemoteProvider):
             secret=key,
         )
         organic: list[dict[str, Any]] = (data or {}).get("organic") or []
-        return [
-            SearchHit(
-                title=str(r.get("title") or ""),
-                url_or_id=str(r.get("link") or ""),
-                snippet=str(r.get("snippet") or ""),
-                provider=self.name,
-                date=r.get("date") or None,
-            )
-            for r in organic[:top_k]
-            if r.get("link")
-        ]
+        return self.hits(organic, top_k, url="link", snippet="snippet", dates=("date",))
