@@ -4,8 +4,8 @@ Usage::
 
     python bench/perception.py [--minutes 10] [--data-dir DIR] [--skip-digest]
 
-- ASR: the shared speech sample (``shared/data/speech/two_cities_part1.wav``, 20.8 s of read
-  English) against its ``.txt``, case and punctuation ignored; every backend that can run here
+- ASR: the speech sample in ``tests/data/speech/two_cities_part1.wav``, 20.8 s of read
+  English, against its ``.txt``, case and punctuation ignored; every backend that can run here
   (``whisper`` when ``perception.whisper_model`` is set, ``openai`` when a key or a local
   base URL is configured). Real-time factor = processing time / audio duration.
 - OCR: single lines rendered with Pillow in four fonts (Pillow's own and DejaVu Sans, Serif and
@@ -36,7 +36,7 @@ from omnilab.perception import BackendUnavailableError, PerceptionError, digest,
 from omnilab.perception.metrics import char_error_rate, word_error_rate
 from omnilab.perception.samples import Slide, make_talk
 
-SPEECH = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech" / "two_cities_part1"
+SPEECH = Path(__file__).resolve().parents[1] / "tests" / "data" / "speech" / "two_cities_part1"
 FONT_FILES = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf",

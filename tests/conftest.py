@@ -13,7 +13,6 @@ import pytest
 from omnilab.config import get_settings
 from omnilab.media import synth
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Fixtures of the harness tests: fixture files, the shared OmniGAIA sample, scripted models."""
+"""Fixtures of the harness tests: fixture files, the OmniGAIA sample, scripted models."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from omnilab.models import Model
 from omnilab.models.providers.scripted import ScriptStep, scripted_model
 from omnilab.models.retry import RetryPolicy
 
-# The same folder as tests/conftest.py's SHARED_DATA (conftest modules are not importable).
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+# The same folder as tests/conftest.py's TEST_DATA (conftest modules are not importable).
+TEST_DATA = Path(__file__).resolve().parents[1] / "data"
 
 MakeModel = Callable[..., Model]
 
@@ -28,8 +28,8 @@ def bench_data() -> Path:
 
 @pytest.fixture()
 def sample_path() -> Path:
-    """The 24-item OmniGAIA sample shipped in the shared data folder."""
-    return SHARED_DATA / "omnigaia_sample.json"
+    """The 24-item OmniGAIA sample copied into tests/data."""
+    return TEST_DATA / "omnigaia_sample.json"
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""Perception fixtures: the shared speech sample, tones, noise, silence and talk videos."""
+"""Perception fixtures: the speech sample in tests/data, tones, noise, silence and talk videos."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from omnilab.media.audio import audio_samples
 from omnilab.perception.samples import Slide, make_talk
 
-SPEECH_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "speech"
+SPEECH_DIR = Path(__file__).resolve().parents[1] / "data" / "speech"
 RATE = 16_000
 
 # The talk video: three slides; the speech sample starts SPEECH_AT seconds in.
@@ -39,7 +39,7 @@ def write_wav(path: Path, samples: NDArray[np.float32], rate: int = RATE) -> Pat
 @pytest.fixture(scope="session")
 def speech_wav() -> Path:
     path = SPEECH_DIR / "two_cities_part1.wav"
-    assert path.is_file(), f"shared speech sample missing: {path}"
+    assert path.is_file(), f"speech sample missing from tests/data: {path}"
     return path
 
 
