@@ -131,3 +131,36 @@ def test_example_runs_through_omnilab_eval(react: str, tmp_path: Path, image_fil
 
 def test_registration_is_all_it_takes(react: str) -> None:
     assert "react" in agent_names()
+
+
+def test_the_python_api_is_generic(react: str, tmp_path: Path) -> None:
+    import omnilab
+    from omnilab.agents import AgentConfigError
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("two and two", encoding="utf-8")
+    model = script(
+        tmp_path / "api.json",
+        [
+            {"tool_call": {"name": "calculate", "arguments": {"a": 2, "op": "+", "b": 2}}},
+            {"tool_call": {"name": "calculate", "arguments": {"a": 2, "op": "+", "b": 2}}},
+            "<answer>4</answer>",
+        ],
+    )
+    result = omnilab.ask(
+        [str(notes)],
+        "What is two and two?",
+        model=model,
+        agent=react,
+        agent_options={"max_calculations": 1},
+        roles={"checker": model},
+        run_dir=str(tmp_path / "api-run"),
+    )
+    assert result.answer == "4" and result.status == "answered"
+    start = result.trajectory.run_start
+    assert start is not None and start.models == {"agent": model, "checker": model}
+    assert result.trajectory.tool_results[1].result.error is not None  # the budget of 1
+    with pytest.raises(AgentConfigError, match="does not take these options"):
+        omnilab.ask([notes], "q?", model=model, agent=react, agent_options={"mode": "native"})
+    with pytest.raises(AgentConfigError, match="does not take these options"):
+        omnilab.ask([notes], "q?", model=model, agent=react, mode="native")

@@ -184,7 +184,7 @@ class EventDecoder:
     def decode(self, line: bytes) -> Event:
         """The event of one line; raises :class:`pydantic.ValidationError` (or ``ValueError``)
         for a line that is not one."""
-        if b'"sent":{' not in line:
+        if b'"model_call"' not in line:  # only model calls are encoded
             return EventAdapter.validate_json(line)
         raw = json.loads(line)
         sent = raw.pop("sent", None) if isinstance(raw, dict) else None
