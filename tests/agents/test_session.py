@@ -134,7 +134,7 @@ def test_budgets_per_tool_and_per_turn(tmp_path: Path) -> None:
         assert [o.result.ok for o in first.outcomes] == [True, True, False]
         second = await run.run_tools(calls_of(("echo", {"text": "4"})), chat, [echo])
         assert second.outcomes[0].result.error is not None
-        assert run.tool_uses == {"echo": 2}
+        assert run.gate.uses == {"echo": 2}
         return "no_answer"
 
     _, saved = run_session(tmp_path, model, body, tool_budgets={"echo": 2}, calls_per_turn=2)

@@ -78,5 +78,5 @@ def test_a_call_that_refers_to_messages_the_file_lacks_is_refused(tmp_path: Path
     call["sent"] = {"prefix": 3, "messages": [], "tools_same": True, "config": {}, "media": {}}
     lines = [json.dumps(header), json.dumps(call), json.dumps(call)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(TrajectoryError, match="line 2 is not a valid event: .*3 earlier messages"):
+    with pytest.raises(TrajectoryError, match=r"line 2 is not a valid event: .*3 earlier messages"):
         read_trajectory(path)

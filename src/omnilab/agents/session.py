@@ -33,9 +33,7 @@ from typing import Any, Literal
 
 from omnilab.agents.answer import final_answer, looks_like_tool_call
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
-from omnilab.agents.templates import render
-from omnilab.agents.workers import BudgetClock, run_tool_calls
-from omnilab.content import Text
+from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
 from omnilab.models.errors import ModelError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.model import Model
@@ -103,10 +101,6 @@ _CALL: ContextVar[_CallScope | None] = ContextVar("omnilab_agent_call", default=
 _PARENT: ContextVar[str | None] = ContextVar("omnilab_agent_parent", default=None)
 
 
-def _call_key(call: ToolCall) -> str:
-    return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
-
-
 def _writes_a_call(text: str, tool_names: Collection[str]) -> bool:
     """Whether ``text`` is a tool call written out: a call tag, a JSON ``arguments`` key, or a
     JSON object naming one of the tools."""
@@ -143,25 +137,23 @@ class AgentRun:
         repeat_notice_at: int = 3,
         branch_of: tuple[str, str] | None = None,
     ) -> None:
-        if calls_per_turn is not None and calls_per_turn < 1:
-            raise AgentConfigError(f"calls_per_turn must be at least 1 (got {calls_per_turn})")
         self.task = task
         self.ctx = ctx
         self.agent = agent
         self.budgets = ctx.budgets
-        self.tool_budgets = dict(tool_budgets or {})
-        self.calls_per_turn = calls_per_turn
+        self.gate = ToolGate(
+            tool_budgets=tool_budgets,
+            calls_per_turn=calls_per_turn,
+            repeat_notice_at=repeat_notice_at,
+        )
+        """Per-tool budgets, the per-turn limit and the repeat notice."""
         self.terminal_tools = frozenset(terminal_tools)
         self.max_observation_chars = max_observation_chars
-        self.repeat_notice_at = repeat_notice_at
         self.branch_of = branch_of
         self.events: list[Event] = []
         self.usage = Usage()
         self.turns = 0
         self.clock = BudgetClock(ctx.budgets.max_seconds)
-        self.tool_uses: dict[str, int] = {}
-        """Calls run so far, by tool name (what ``tool_budgets`` counts)."""
-        self._repeats: dict[str, int] = {}
         self._contexts = 0
         self._last_call_id: str | None = None
         self.models: dict[str, Model] = {"agent": self._bind(ctx.model, "agent")}
@@ -299,35 +291,6 @@ class AgentRun:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def _refusal(self, call: ToolCall, index: int) -> ToolResult | None:
-        if self.calls_per_turn is not None and index >= self.calls_per_turn:
-            n = self.calls_per_turn
-            return ToolResult.fail(
-                "TOO_MANY_CALLS",
-                f"only {n} tool call{'s' if n > 1 else ''} per turn; this call was not run "
-                "(make it in a later turn)",
-            )
-        limit = self.tool_budgets.get(call.name)
-        if limit is not None and self.tool_uses.get(call.name, 0) >= limit:
-            return ToolResult.fail(
-                "TOOL_BUDGET",
-                f"{call.name} may be called at most {limit} times per task and its budget is "
-                "spent; use another tool or give your final answer",
-            )
-        return None
-
-    def _with_repeat_notice(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        key = _call_key(call)
-        count = self._repeats.get(key, 0) + 1
-        self._repeats[key] = count
-        if count < self.repeat_notice_at:
-            return result
-        notice = render("notice_repeat", tool=call.name, count=count)
-        if result.error is not None:
-            error = result.error.model_copy(update={"message": f"{result.error.message}\n{notice}"})
-            return result.model_copy(update={"error": error})
-        return result.model_copy(update={"content": [*result.content, Text(text=notice)]})
-
     async def run_tools(
         self,
         calls: Sequence[ToolCall],
@@ -339,10 +302,8 @@ class AgentRun:
         """Run one reply's tool calls (concurrently, under the budgets) and send each result
         back into ``context`` as a tool message (or a user message, ``sent_as="user"``)."""
         by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
-        results: list[ToolResult | None] = [self._refusal(c, i) for i, c in enumerate(calls)]
+        results = self.gate.admit(calls)
         runnable = [c for c, r in zip(calls, results, strict=True) if r is None]
-        for call in runnable:
-            self.tool_uses[call.name] = self.tool_uses.get(call.name, 0) + 1
         parent = context.last_call_id
         token = _PARENT.set(parent)  # a tool's own model calls point at the call that asked
         try:
@@ -362,7 +323,7 @@ class AgentRun:
         terminal: ToolOutcome | None = None
         for call, refused in zip(calls, results, strict=True):
             result, seconds = (refused, 0.0) if refused is not None else next(ran)
-            result = self._with_repeat_notice(call, result)
+            result = self.gate.after(call, result)
             event = ToolResultEvent(
                 call_id=call.id,
                 name=call.name,
