@@ -179,6 +179,8 @@ def test_the_file_stores_each_context_once(
     _, _, path = recorded
     lines = [json.loads(x) for x in path.read_text().splitlines()[1:]]
     sent = [x["sent"] for x in lines if x["kind"] == "model_call"]
-    assert [s["prefix"] for s in sent] == [0, 0, 3, 0, 2]  # the purge cut the shared prefix
-    assert [len(s["messages"]) for s in sent] == [2, 2, 2, 1, 4]
+    # Each input is the context as the events before it left it (added messages, results sent
+    # back, the purge): nothing is stored twice. The side call's context has no other events.
+    assert [s["prefix"] for s in sent] == [2, 0, 5, 1, 6]
+    assert [len(s["messages"]) for s in sent] == [0, 2, 0, 0, 0]
     assert "tools_same" in sent[2] and "tools" in sent[0]

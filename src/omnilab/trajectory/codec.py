@@ -3,10 +3,13 @@
 Two things happen on the way to disk:
 
 - **Each context's messages are stored once.** A model call's input (``sent``) is written as
-  ``{"prefix": k, "messages": [...], ...}``: the first ``k`` messages are those of the previous
-  call in the same context followed by that call's reply, and ``messages`` are the ones after
-  them. A scaffold that only appends gets ``k`` = everything before the new messages; one that
-  edits its context (a purge) gets the shorter shared prefix, and the rest again. The reader
+  ``{"prefix": k, "messages": [...], ...}``: the first ``k`` messages are the first ``k`` of
+  its context as the events before it left it (the previous call's input and reply, then the
+  messages added, the tool results sent back and the edits since:
+  :func:`~omnilab.trajectory.contexts.advance`), and ``messages`` are the ones after them. A
+  scaffold that records what it appends gets ``messages`` empty; one that edits its context (a
+  purge) gets the shorter shared prefix, and the rest again. Only the count depends on the
+  other events; the messages are compared as sent, so the input is exact either way. The reader
   rebuilds every call's full input, so consumers never see the encoding. ``"tools_same": true``
   likewise stands for the previous call's tool list. A call with no context id is stored whole.
 - **Media by path and hash, never inline bytes.** Every media file a call's new messages refer
@@ -32,6 +35,7 @@ from pydantic import TypeAdapter
 from omnilab.content import Text
 from omnilab.models.events import CallInput, ModelCallEvent
 from omnilab.models.types import GenerateConfig, Message, ToolSpec
+from omnilab.trajectory.contexts import advance
 from omnilab.trajectory.events import Event, EventAdapter
 
 __all__ = ["EventDecoder", "EventEncoder", "file_hash"]
@@ -42,6 +46,7 @@ _MEDIA_TYPES = frozenset({"image", "audio", "video", "document"})
 _WHOLE_LIMIT = 64 * 1024 * 1024
 _END_BYTES = 4 * 1024 * 1024
 _HASHES: dict[tuple[str, int, int], str] = {}
+_HASHES_KEPT = 20_000  # bounded: a long evaluation makes new crops and frames for every task
 
 
 def file_hash(path: Path) -> str | None:
@@ -70,6 +75,8 @@ def file_hash(path: Path) -> str | None:
                 value = f"sha256-ends:{digest.hexdigest()}"
     except OSError:
         return None
+    if len(_HASHES) >= _HASHES_KEPT:
+        _HASHES.clear()
     _HASHES[key] = value
     return value
 
@@ -87,12 +94,22 @@ class _Thread:
     media: dict[str, str] = field(default_factory=dict)
 
 
+def _follow(threads: dict[str, _Thread], event: Event) -> None:
+    """Keep a context's messages up to date with an event that is not a model call."""
+    if event.context_id is None:
+        return
+    thread = threads.setdefault(event.context_id, _Thread())
+    thread.conversation = advance(thread.conversation, event)
+
+
 class EventEncoder:
     """Turns events into JSON lines (one writer's state: the contexts seen so far)."""
 
     def __init__(self, media_dir: Path) -> None:
         self.media_dir = media_dir
         self._threads: dict[str, _Thread] = {}
+        # Inline bytes already stored, by the bytes object: (bytes, file, hash).
+        self._stored: dict[int, tuple[bytes, str, str]] = {}
 
     def encode(self, event: Event) -> str:
         """The JSON line of ``event`` (no newline)."""
@@ -100,6 +117,7 @@ class EventEncoder:
             line = self._model_call(event, event.sent)
         else:
             line = EventAdapter.dump_json(event, fallback=str).decode("utf-8")
+            _follow(self._threads, event)
         if '"data":"' in line:  # cheap test first: inline media are rare
             line = self._externalize(line)
         return line
@@ -114,14 +132,7 @@ class EventEncoder:
                 prefix += 1
         new = sent.messages[prefix:]
         known = thread.media if thread is not None else {}
-        media = {
-            str(part.path): digest
-            for message in new
-            for part in message.content
-            if not isinstance(part, Text) and part.path is not None and str(part.path) not in known
-            for digest in [file_hash(part.path)]
-            if digest is not None
-        }
+        media = self._media(sent.messages, known)
         if thread is not None and _same(thread.tools, sent.tools):
             tools = '"tools_same":true'
         else:
@@ -129,14 +140,47 @@ class EventEncoder:
         body = (
             f'{{"prefix":{prefix},"messages":{_MESSAGES.dump_json(new).decode("utf-8")},{tools},'
             f'"config":{sent.config.model_dump_json(exclude_defaults=True, fallback=str)},'
-            f'"media":{json.dumps(media, ensure_ascii=False)}}}'
+            f'"media":{json.dumps(media, ensure_ascii=False, separators=(",", ":"))}}}'
         )
         if event.context_id is not None:
-            reply = [event.output.message] if event.output is not None else []
             self._threads[event.context_id] = _Thread(
-                conversation=[*sent.messages, *reply], tools=sent.tools, media=known | media
+                conversation=advance([], event), tools=sent.tools, media=known | media
             )
         return f'{head[:-1]},"sent":{body}}}'
+
+    def _media(self, messages: list[Message], known: dict[str, str]) -> dict[str, str]:
+        """Hashes of the media in ``messages`` not in ``known``, by the path the file names
+        them by (inline bytes: the file they are stored in)."""
+        found: dict[str, str] = {}
+        for message in messages:
+            for part in message.content:
+                if isinstance(part, Text):
+                    continue
+                if part.data is not None:
+                    key, digest = self._inline(part.data, part.mime_type, part.path)
+                elif part.path is not None and str(part.path) not in known:
+                    key, digest = str(part.path), file_hash(part.path) or ""
+                else:
+                    continue
+                if digest and key not in known:
+                    found[key] = digest
+        return found
+
+    def _inline(self, raw: bytes, mime: str | None, path: Path | str | None) -> tuple[str, str]:
+        """Where inline bytes are stored (written once) and their hash."""
+        cached = self._stored.get(id(raw))
+        if cached is not None and cached[0] is raw:
+            return cached[1], cached[2]
+        digest = hashlib.sha256(raw).hexdigest()
+        suffix = (mimetypes.guess_extension(mime) if mime else None) or (
+            Path(path).suffix if path else ".bin"
+        )
+        target = self.media_dir / f"{digest[:32]}{suffix}"
+        if not target.exists():
+            self.media_dir.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(raw)
+        self._stored[id(raw)] = (raw, str(target), f"sha256:{digest}")
+        return str(target), f"sha256:{digest}"
 
     def _externalize(self, line: str) -> str:
         data = json.loads(line)
@@ -158,18 +202,10 @@ class EventEncoder:
             return
         if node.get("type") in _MEDIA_TYPES and isinstance(node.get("data"), str):
             raw = base64.b64decode(node["data"])
-            digest = hashlib.sha256(raw).hexdigest()
-            mime = node.get("mime_type")
-            suffix = (mimetypes.guess_extension(mime) if mime else None) or (
-                Path(node["path"]).suffix if node.get("path") else ".bin"
-            )
-            self.media_dir.mkdir(parents=True, exist_ok=True)
-            target = self.media_dir / f"{digest[:32]}{suffix}"
-            if not target.exists():
-                target.write_bytes(raw)
+            target, digest = self._inline(raw, node.get("mime_type"), node.get("path"))
             node["data"] = None
-            node["path"] = str(target)
-            stored[str(target)] = f"sha256:{digest}"
+            node["path"] = target
+            stored[target] = digest
             return
         for value in node.values():
             self._walk(value, stored)
@@ -185,11 +221,14 @@ class EventDecoder:
         """The event of one line; raises :class:`pydantic.ValidationError` (or ``ValueError``)
         for a line that is not one."""
         if b'"model_call"' not in line:  # only model calls are encoded
-            return EventAdapter.validate_json(line)
+            plain = EventAdapter.validate_json(line)
+            _follow(self._threads, plain)
+            return plain
         raw = json.loads(line)
         sent = raw.pop("sent", None) if isinstance(raw, dict) else None
         event = EventAdapter.validate_python(raw)
         if not isinstance(event, ModelCallEvent) or not isinstance(sent, dict):
+            _follow(self._threads, event)
             return event
         thread = self._threads.get(event.context_id or "")
         prefix = int(sent.get("prefix", 0))
@@ -210,6 +249,5 @@ class EventDecoder:
             media=media,
         )
         if event.context_id is not None:
-            reply = [event.output.message] if event.output is not None else []
-            self._threads[event.context_id] = _Thread([*messages, *reply], tools, media)
+            self._threads[event.context_id] = _Thread(advance([], event), tools, media)
         return event

@@ -22,7 +22,14 @@ from omnilab.trajectory.events import (
     tool_message,
 )
 
-__all__ = ["CallContext", "call_contexts", "conversation", "main_context_id", "with_reasoning"]
+__all__ = [
+    "CallContext",
+    "advance",
+    "call_contexts",
+    "conversation",
+    "main_context_id",
+    "with_reasoning",
+]
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,22 @@ def main_context_id(events: Sequence[Event]) -> str | None:
     return first
 
 
+def advance(messages: list[Message], event: Event) -> list[Message]:
+    """The messages of a context after ``event`` (one of that context's events): a model call
+    resets them to its recorded input plus its reply, an added message or a tool result is
+    appended, an edit is applied. The one rule the viewer, the writer and the reader share."""
+    if isinstance(event, ModelCallEvent):
+        out = list(event.sent.messages) if event.sent is not None else messages
+        return [*out, event.output.message] if event.output is not None else out
+    if isinstance(event, MessageAdded):
+        messages.append(event.message)
+    elif isinstance(event, ToolResultEvent):
+        messages.append(tool_message(event.call_id, event.result, sent_as=event.sent_as))
+    elif isinstance(event, ContextEdit):
+        messages[event.start : event.end] = event.replacement
+    return messages
+
+
 def conversation(
     events: Sequence[Event], context_id: str | None = None, *, model: str | None = None
 ) -> list[Message]:
@@ -119,19 +142,8 @@ def conversation(
         return _v1_conversation(events, model)
     out: list[Message] = []
     for event in events:
-        if event.context_id != target:
-            continue
-        if isinstance(event, ModelCallEvent):
-            if event.sent is not None:
-                out = list(event.sent.messages)
-            if event.output is not None:
-                out.append(event.output.message)
-        elif isinstance(event, MessageAdded):
-            out.append(event.message)
-        elif isinstance(event, ToolResultEvent):
-            out.append(tool_message(event.call_id, event.result, sent_as=event.sent_as))
-        elif isinstance(event, ContextEdit):
-            out[event.start : event.end] = event.replacement
+        if event.context_id == target:
+            out = advance(out, event)
     return out
 
 
