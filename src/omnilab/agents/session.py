@@ -156,6 +156,7 @@ class AgentRun:
         self.clock = BudgetClock(ctx.budgets.max_seconds)
         self._contexts = 0
         self._last_call_id: str | None = None
+        self._last_context_id: str | None = None
         self.models: dict[str, Model] = {"agent": self._bind(ctx.model, "agent")}
         """The context's models by role, bound to this run (``agent`` plus ``ctx.roles``)."""
         for role, model in ctx.roles.items():
@@ -281,6 +282,7 @@ class AgentRun:
         context.messages.append(output.message)
         if scope.event is not None:
             context.last_call_id = self._last_call_id = scope.event.id
+            self._last_context_id = context.id
         return output
 
     def _bound(self, model: Model, context: Context) -> Model:
@@ -360,7 +362,12 @@ class AgentRun:
             answer, source = None, None
         self.emit(
             AnswerEvent(
-                text=text, answer=answer, forced=forced, source=source, parent_id=self._last_call_id
+                text=text,
+                answer=answer,
+                forced=forced,
+                source=source,
+                parent_id=self._last_call_id,
+                context_id=self._last_context_id,
             )
         )
         return "answered" if answer is not None else "no_answer"
