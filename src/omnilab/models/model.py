@@ -180,7 +180,10 @@ class Model:
         event = ModelCallEvent(
             model=self.name,
             input=summarize_input(messages, tools),
-            sent=CallInput(messages=list(messages), tools=list(tools), config=config),
+            # Already typed: constructed without validating every message again.
+            sent=CallInput.model_construct(
+                messages=list(messages), tools=list(tools), config=config, media={}
+            ),
             output=output,
             usage=output.usage if output is not None else Usage(),
             latency_s=time.perf_counter() - started,

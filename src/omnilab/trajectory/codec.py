@@ -60,15 +60,13 @@ def file_hash(path: Path) -> str | None:
     found = _HASHES.get(key)
     if found is not None:
         return found
-    digest = hashlib.sha256()
     try:
         with path.open("rb") as f:
             if stat.st_size <= _WHOLE_LIMIT:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-                value = f"sha256:{digest.hexdigest()}"
+                # file_digest reads into one reused buffer: no large allocation per file.
+                value = f"sha256:{hashlib.file_digest(f, 'sha256').hexdigest()}"
             else:
-                digest.update(str(stat.st_size).encode())
+                digest = hashlib.sha256(str(stat.st_size).encode())
                 digest.update(f.read(_END_BYTES))
                 f.seek(-_END_BYTES, os.SEEK_END)
                 digest.update(f.read(_END_BYTES))
