@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omnilab.cli.main import app
+from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
 from omnilab.trajectory import SCHEMA_VERSION, TrajectoryError, read_trajectory, render_text
 
@@ -80,3 +81,15 @@ def test_a_call_that_refers_to_messages_the_file_lacks_is_refused(tmp_path: Path
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(TrajectoryError, match=r"line 2 is not a valid event: .*3 earlier messages"):
         read_trajectory(path)
+
+
+def test_trace_prints_the_exact_input_of_a_call(run_file: Path) -> None:
+    result = runner.invoke(app, ["trace", str(run_file), "--call", "3"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["exact"] is True and data["model"] == "scripted:agent"
+    assert [m["role"] for m in data["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    past = runner.invoke(app, ["trace", str(run_file), "--call", "9"])
+    # An OmnilabError: the CLI's entry point prints it as one line.
+    assert isinstance(past.exception, OmnilabError)
+    assert "--call 9 is past the last" in str(past.exception)
