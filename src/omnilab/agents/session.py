@@ -264,6 +264,8 @@ class AgentRun:
         Raises :class:`~omnilab.models.errors.ModelError` when the model fails (the run's
         guard ends the run with status ``error``).
         """
+        if isinstance(model, str) and model not in self.models:
+            raise AgentConfigError(f"no model for role {model!r}; roles: {', '.join(self.models)}")
         bound = self.models[model] if isinstance(model, str) else self._bound(model, context)
         if turn:
             self.turns += 1
