@@ -250,7 +250,7 @@ def test_demo(tmp_path: Path) -> None:
     out = tmp_path / "tour"
     assert probe(out / "sample.mp4").duration == pytest.approx(8.0, abs=0.05)
     saved = read_trajectory(out / "run" / "trajectory.jsonl")
-    assert saved.run_end is not None and saved.status in ("answered", "budget")
+    assert saved.run_end is not None and saved.status in ("answered", "budget", "no_answer")
     assert "step 1" in proc.stdout and "do not expect a correct answer" in proc.stdout
     assert str(Path("tour") / "run" / "trajectory.jsonl") in proc.stdout
     assert elapsed < 120  # about a minute on two CPU cores

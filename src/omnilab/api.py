@@ -11,11 +11,19 @@ import asyncio
 import datetime as dt
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask, Budgets, EventHook
+from omnilab.agents.base import (
+    Agent,
+    AgentConfigError,
+    AgentContext,
+    AgentTask,
+    Budgets,
+    EventHook,
+)
 from omnilab.agents.registry import get_agent
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
@@ -41,9 +49,9 @@ class AskResult:
     workspace: Path
 
 
-def new_run_dir(root: Path | None = None) -> Path:
+def new_run_dir(root: str | Path | None = None) -> Path:
     """A fresh folder under ``root`` (default ``agents.runs_dir``) named ``<time>-<id>``."""
-    base = root if root is not None else get_settings().agents.runs_dir
+    base = Path(root) if root is not None else get_settings().agents.runs_dir
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = base.expanduser() / f"{stamp}-{uuid.uuid4().hex[:6]}"
     folder.mkdir(parents=True, exist_ok=False)
@@ -54,57 +62,87 @@ def _model(model: str | Model | None) -> Model:
     return model if isinstance(model, Model) else get_model(model)
 
 
+def _options(given: Mapping[str, Any] | None, shortcuts: Mapping[str, Any]) -> dict[str, Any]:
+    options = dict(given or {})
+    for key, value in shortcuts.items():
+        if value is None:
+            continue
+        if key in options and options[key] != value:
+            raise OmnilabError(f"{key} is given twice (as an argument and in agent_options)")
+        options[key] = value
+    return options
+
+
+def _agent(name: str, options: Mapping[str, Any]) -> Agent:
+    try:
+        return get_agent(name, **options)
+    except TypeError as e:
+        # A plain constructor refusing a keyword: the user named an option this agent lacks.
+        given = ", ".join(sorted(options)) or "none"
+        raise AgentConfigError(
+            f"agent {name!r} does not take these options ({given}): {e}"
+        ) from None
+
+
 async def ask_async(
     files: Sequence[str | Path],
     question: str,
     *,
     model: str | Model | None = None,
     agent: str = "tir",
-    mode: str | None = None,
-    variant: str | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    roles: Mapping[str, str | Model] | None = None,
     tools: Sequence[str] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
+    mode: str | None = None,
+    variant: str | None = None,
     perception_model: str | Model | None = None,
     generate: GenerateConfig | None = None,
     max_observation_chars: int | None = None,
-    run_dir: Path | None = None,
+    run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
 ) -> AskResult:
-    """Ask ``question`` about ``files`` and return the answer with its trajectory.
+    """Ask ``question`` about ``files`` with agent ``agent`` and return the answer with its
+    trajectory.
 
-    ``model`` is a name (``provider:model[@base_url]``) or a :class:`Model`; default the
-    configured one, else the embedded ``local:smollm2``. ``mode``/``variant`` go to the agent
-    (default: chosen from the model's capabilities); ``tools`` names the tools to offer
-    (default: the agent's set). ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
+    ``model`` is the agent's model, a name (``provider:model[@base_url]``) or a :class:`Model`;
+    default the configured one, else the embedded ``local:smollm2``. ``roles`` binds more models
+    by role (e.g. ``{"perception": "openai:gpt-4o"}``; ``perception_model`` is a shortcut for
+    that one). ``agent_options`` go to the agent's constructor (``get_agent(agent, **options)``);
+    ``mode``, ``variant``, ``generate`` and ``max_observation_chars`` are shortcuts for the
+    options of that name (the ``tir`` agent has them). ``tools`` names the tools to offer
+    (default: the agent's set); ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
     ``on_event`` sees every event as it is written (live views).
 
     Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing file,
-    an unknown model, mode or tool; failures during the run end it with status ``error``.
+    an unknown model, agent, option or tool; failures during the run end it with status
+    ``error``.
     """
     if not question.strip():
         raise OmnilabError("the question is empty: say what you want to know about the files")
     inputs = InputSet.from_paths(list(files))
-    chat_model = _model(model)
-    roles = {"perception": _model(perception_model)} if perception_model is not None else {}
-    options: dict[str, object] = {}
-    if agent == "tir":
-        options = {
+    options = _options(
+        agent_options,
+        {
             "mode": mode,
             "variant": variant,
-            "generate": generate or GenerateConfig(),
+            "generate": generate,
             "max_observation_chars": max_observation_chars,
-        }
-    elif mode is not None or variant is not None:
-        raise OmnilabError(f"mode and variant are options of the tir agent, not of {agent!r}")
-    runner = get_agent(agent, **options)
+        },
+    )
+    runner = _agent(agent, options)
+    chat_model = _model(model)
+    bound_roles = {role: _model(m) for role, m in (roles or {}).items()}
+    if perception_model is not None:
+        bound_roles["perception"] = _model(perception_model)
     budgets = Budgets(
         max_turns=max_turns or get_settings().agents.max_turns,
         max_tokens=max_tokens,
         max_seconds=max_seconds,
     )
-    folder = run_dir if run_dir is not None else new_run_dir()
+    folder = Path(run_dir) if run_dir is not None else new_run_dir()
     workspace = folder / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     path = folder / "trajectory.jsonl"
@@ -112,7 +150,7 @@ async def ask_async(
     with TrajectoryWriter(path) as writer:
         ctx = AgentContext(
             model=chat_model,
-            roles=roles,
+            roles=bound_roles,
             tools=list(tools) if tools is not None else None,
             budgets=budgets,
             workspace=workspace,
@@ -143,16 +181,18 @@ def ask(
     *,
     model: str | Model | None = None,
     agent: str = "tir",
-    mode: str | None = None,
-    variant: str | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    roles: Mapping[str, str | Model] | None = None,
     tools: Sequence[str] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
+    mode: str | None = None,
+    variant: str | None = None,
     perception_model: str | Model | None = None,
     generate: GenerateConfig | None = None,
     max_observation_chars: int | None = None,
-    run_dir: Path | None = None,
+    run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
 ) -> AskResult:
     """:func:`ask_async` for code without an event loop (in one, ``await ask_async(...)``)."""
@@ -168,12 +208,14 @@ def ask(
             question,
             model=model,
             agent=agent,
-            mode=mode,
-            variant=variant,
+            agent_options=agent_options,
+            roles=roles,
             tools=tools,
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_seconds=max_seconds,
+            mode=mode,
+            variant=variant,
             perception_model=perception_model,
             generate=generate,
             max_observation_chars=max_observation_chars,

@@ -299,3 +299,24 @@ def test_answer_source_is_recorded(run_agent: RunAgent, image_file: Path) -> Non
     model, _ = scripted([s.text("<answer>white</answer>")])
     final = run_agent(model, [image_file]).saved.final
     assert final is not None and final.source == "tag"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        s.text('<tool_call>{"name": "code_executor", "arguments": {"code": "1"}}</tool_call>'),
+        s.text('{"name": "code_executor", "arguments": {"code": "1"}}'),
+        s.text('```json\n{"name": "code_executor", "code": "print(1)"}\n```'),
+        s.tool_call("code_executor", {"code": "1"}),  # a native call despite tool_choice none
+    ],
+)
+def test_a_forced_final_that_is_a_tool_call_is_no_answer(
+    run_agent: RunAgent, reply: s.OutputStep
+) -> None:
+    model, adapter = scripted([s.tool_call("code_executor", {"code": "1"}), reply])
+    run = run_agent(model, tools=CODE, budgets=Budgets(max_turns=1))
+    assert adapter.requests[-1][2].tool_choice == "none"
+    final = run.saved.final
+    assert final is not None and final.forced and final.answer is None
+    assert final.text == reply.output.text
+    assert run.saved.status == run.returned.status == "no_answer"

@@ -270,5 +270,8 @@ def test_event_summarises_input_without_bytes(tmp_path: Path) -> None:
     assert summary.roles == {"system": 1, "user": 1}
     assert summary.parts == {"text": 2, "image": 1}
     assert summary.tools == ["search"] and summary.last_user_text == "what is this?"
-    assert "AAAA" not in events[0].model_dump_json()
+    assert "AAAA" not in events[0].input.model_dump_json()
+    # The full input (``sent``) keeps the messages as they were sent; the trajectory writer
+    # stores inline bytes as files beside the trajectory (tests/agents/test_session.py).
+    assert events[0].sent is not None and events[0].sent.messages[1].content[1] == image
     assert ModelCallEvent.model_validate_json(events[0].model_dump_json()) == events[0]

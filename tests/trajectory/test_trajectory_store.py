@@ -171,7 +171,7 @@ def test_unknown_schema_versions_are_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(TrajectoryError) as info:
         read_trajectory(path)
     message = str(info.value)
-    assert "schema version 99" in message and f"reads version {SCHEMA_VERSION}" in message
+    assert "schema version 99" in message and f"reads versions 1, {SCHEMA_VERSION}" in message
     assert "upgrade omnilab" in message
     header["schema_version"] = 0
     path.write_text(json.dumps(header) + "\n", encoding="utf-8")

@@ -1,26 +1,33 @@
-"""Running one turn's tool calls, and the run's wall-clock budget.
+"""Running one turn's tool calls, the gate before them, and the run's wall-clock budget.
 
 Every call of a turn runs, concurrently, and gets exactly one result, in the order the model
 asked: an unknown tool name gets ``UNKNOWN_TOOL``, arguments that were not a JSON object get
 ``INVALID_ARGS`` (the model can correct itself), a call still running when the time budget ends
 gets ``TIMEOUT``. Each result is then fitted to the model that reads it: media it cannot take
 become a short text note, and text can be cut to a length (head and tail).
+
+:class:`ToolGate` decides before a call runs: a call past its tool's budget gets
+``TOOL_BUDGET``, a call past the per-turn limit ``TOO_MANY_CALLS`` (neither runs); and after:
+the same call with the same arguments a third time (and after) gets a notice appended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TypeVar
 
+from omnilab.agents.base import AgentConfigError
+from omnilab.agents.templates import render
 from omnilab.agents.views import accepts
 from omnilab.content import Content, Text
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.types import ToolCall
 from omnilab.tools.base import Tool, ToolResult
 
-__all__ = ["BudgetClock", "fit_result", "run_tool_calls"]
+__all__ = ["BudgetClock", "ToolGate", "fit_result", "run_tool_calls"]
 
 T = TypeVar("T")
 
@@ -137,3 +144,64 @@ async def run_tool_calls(
             result, seconds = task.result()
             outcomes.append((fit_result(result, capabilities, max_chars), seconds))
     return outcomes
+
+
+class ToolGate:
+    """Per-tool budgets, a per-turn call limit and the repeat notice of one run."""
+
+    def __init__(
+        self,
+        *,
+        tool_budgets: Mapping[str, int] | None = None,
+        calls_per_turn: int | None = None,
+        repeat_notice_at: int = 3,
+    ) -> None:
+        if calls_per_turn is not None and calls_per_turn < 1:
+            raise AgentConfigError(f"calls_per_turn must be at least 1 (got {calls_per_turn})")
+        self.tool_budgets = dict(tool_budgets or {})
+        self.calls_per_turn = calls_per_turn
+        self.repeat_notice_at = repeat_notice_at
+        self.uses: dict[str, int] = {}
+        """Calls run so far, by tool name (what ``tool_budgets`` counts)."""
+        self._repeats: dict[str, int] = {}
+
+    def admit(self, calls: Sequence[ToolCall]) -> list[ToolResult | None]:
+        """For each call of one reply: ``None`` if it may run (counted as a use), else the
+        error result it gets instead."""
+        out: list[ToolResult | None] = []
+        for index, call in enumerate(calls):
+            refused = self._refusal(call, index)
+            if refused is None:
+                self.uses[call.name] = self.uses.get(call.name, 0) + 1
+            out.append(refused)
+        return out
+
+    def _refusal(self, call: ToolCall, index: int) -> ToolResult | None:
+        if self.calls_per_turn is not None and index >= self.calls_per_turn:
+            n = self.calls_per_turn
+            return ToolResult.fail(
+                "TOO_MANY_CALLS",
+                f"only {n} tool call{'s' if n > 1 else ''} per turn; this call was not run "
+                "(make it in a later turn)",
+            )
+        limit = self.tool_budgets.get(call.name)
+        if limit is not None and self.uses.get(call.name, 0) >= limit:
+            return ToolResult.fail(
+                "TOOL_BUDGET",
+                f"{call.name} may be called at most {limit} times per task and its budget is "
+                "spent; use another tool or give your final answer",
+            )
+        return None
+
+    def after(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """``result`` with the repeat notice appended when this exact call came often enough."""
+        key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
+        count = self._repeats.get(key, 0) + 1
+        self._repeats[key] = count
+        if count < self.repeat_notice_at:
+            return result
+        notice = render("notice_repeat", tool=call.name, count=count)
+        if result.error is not None:
+            error = result.error.model_copy(update={"message": f"{result.error.message}\n{notice}"})
+            return result.model_copy(update={"error": error})
+        return result.model_copy(update={"content": [*result.content, Text(text=notice)]})

@@ -17,10 +17,10 @@ from rich.panel import Panel
 from rich.rule import Rule
 
 from omnilab.api import AskResult, ask_async
+from omnilab.cli._pairs import parse_pairs
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
 from omnilab.models.events import ModelCallEvent
-from omnilab.models.types import GenerateConfig
 from omnilab.trajectory import (
     AnswerEvent,
     ErrorEvent,
@@ -63,11 +63,12 @@ class LiveView:
         if isinstance(event, RunStart):
             self.agent_model = event.models.get("agent")
             cfg = event.config
-            tools = ", ".join(cfg.get("tools", [])) or "none"
+            tools = ", ".join(map(str, cfg.get("tools") or [])) or "none"
+            shown = [f"{k} {cfg[k]}" for k in ("variant", "mode") if cfg.get(k) is not None]
+            about = f" ({escape(', '.join(shown))})" if shown else ""
             self._print(
-                f"[bold]agent[/] {escape(event.agent)} ({escape(str(cfg.get('variant')))}, mode "
-                f"{escape(str(cfg.get('mode')))})  [bold]model[/] {escape(self.agent_model or '?')}"
-                f"\n[bold]tools[/] {escape(tools)}"
+                f"[bold]agent[/] {escape(event.agent)}{about}  [bold]model[/] "
+                f"{escape(self.agent_model or '?')}\n[bold]tools[/] {escape(tools)}"
             )
             for f in event.inputs:
                 self._print(
@@ -106,7 +107,10 @@ class LiveView:
             )
 
     def _model_call(self, event: ModelCallEvent) -> None:
-        if event.model != self.agent_model:  # a perception tool's own model
+        # A call of another role (schema 2 labels it), else of another model name: a tool's
+        # own model, e.g. the perception model behind audio_qa.
+        side = event.role != "agent" if event.role is not None else event.model != self.agent_model
+        if side:
             self._print(f"  [dim]({escape(event.model)} answered a perception question)[/]")
             return
         self.step += 1
@@ -169,17 +173,32 @@ def ask(
             help="provider:model or provider:model@URL; default: the configured one.",
         ),
     ] = None,
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="Agent scaffold (see omnilab agents).")
+    ] = "tir",
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-option",
+            "-O",
+            help="KEY=VALUE agent option (value read as JSON when it is JSON); repeatable.",
+        ),
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", help="ROLE=MODEL for a further model (e.g. perception=...)."),
+    ] = None,
     mode: Annotated[
         str | None,
         typer.Option(
             "--mode",
-            help="native, active, tools, audio-as-tool, vision-as-tool or evidence; "
+            help="tir: native, active, tools, audio-as-tool, vision-as-tool or evidence; "
             "default: from the model's flags.",
         ),
     ] = None,
     variant: Annotated[
         str | None,
-        typer.Option("--variant", help="System prompt: base or omniatlas; default: by mode."),
+        typer.Option("--variant", help="tir: system prompt base or omniatlas; default: by mode."),
     ] = None,
     max_turns: Annotated[
         int | None,
@@ -214,8 +233,12 @@ def ask(
     """Answer QUESTION about the FILEs with an agent, showing each step as it happens.
 
     Example: omnilab ask sample.mp4 "What text appears on screen?"
+
+    Any registered agent runs with --agent NAME and its options with -O KEY=VALUE.
     """
     files, question = _split(args)
+    options = parse_pairs(agent_option, "--agent-option", parse_json=True)
+    roles = parse_pairs(role, "--role", parse_json=False)
     tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
     InputSet.from_paths(files)  # a missing or unreadable file is reported before anything runs
     console = None if json_out else Console(highlight=False)
@@ -226,6 +249,9 @@ def ask(
         question,
         console=console,
         model=model,
+        agent=agent,
+        agent_options=options,
+        roles=roles,
         mode=mode,
         variant=variant,
         tools=tool_names,
@@ -233,7 +259,6 @@ def ask(
         max_tokens=max_tokens,
         max_seconds=max_seconds,
         perception_model=perception_model,
-        generate=GenerateConfig(),
         run_dir=out,
     )
     if console is None:

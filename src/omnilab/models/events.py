@@ -1,7 +1,9 @@
-"""The event every model call emits, and a summary of its input.
+"""The event every model call emits: its input exactly as sent, a summary of it, and the output.
 
-Events go to an optional sink (any callable taking one event); the trajectory layer will consume
-them. They carry no API keys and no media bytes: inputs are summarised, outputs kept whole.
+Events go to an optional sink (any callable taking one event); the trajectory layer consumes
+them. They carry no API keys. ``sent`` holds the messages, tools and settings of the call as
+they were handed to the provider; the trajectory writer stores its media by path and hash
+(never inline bytes) and each context's messages once (see :mod:`omnilab.trajectory`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from omnilab.content import Text
-from omnilab.models.types import Message, ModelOutput, ToolSpec, Usage
+from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 
-__all__ = ["EventSink", "InputSummary", "ModelCallEvent", "summarize_input"]
+__all__ = ["CallInput", "EventSink", "InputSummary", "ModelCallEvent", "summarize_input"]
 
 _PREVIEW_CHARS = 200
 
@@ -35,6 +37,17 @@ class InputSummary(BaseModel):
     """The start of the last user message's text."""
 
 
+class CallInput(BaseModel):
+    """Exactly what one call sent: the messages, the tools offered and the settings."""
+
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    config: GenerateConfig = Field(default_factory=GenerateConfig)
+    media: dict[str, str] = Field(default_factory=dict)
+    """SHA-256 of each media file the messages refer to, by path (filled by the trajectory
+    writer; empty on a live event)."""
+
+
 class ModelCallEvent(BaseModel):
     """One call of a :class:`~omnilab.models.Model`: input summary, output or error, accounting."""
 
@@ -45,6 +58,14 @@ class ModelCallEvent(BaseModel):
     model: str
     """The model name as configured (``provider:model[@base_url]``; never a key)."""
     input: InputSummary
+    sent: CallInput | None = None
+    """The full input as sent (``None`` in schema-1 trajectories, which kept the summary only)."""
+    role: str | None = None
+    """The role the model was bound to in the run (``agent``, ``perception``, ``judge``, ...)."""
+    context_id: str | None = None
+    """The conversation this call belongs to; calls of one context extend one message list."""
+    parent_id: str | None = None
+    """The event this call follows from (set by the run session)."""
     output: ModelOutput | None = None
     usage: Usage = Field(default_factory=Usage)
     latency_s: float

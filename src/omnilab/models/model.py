@@ -16,7 +16,7 @@ from omnilab.models.adapter import ProviderAdapter
 from omnilab.models.cache import ResponseCache, request_key
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelError, ProviderError, redact
-from omnilab.models.events import EventSink, ModelCallEvent, summarize_input
+from omnilab.models.events import CallInput, EventSink, ModelCallEvent, summarize_input
 from omnilab.models.parsing import postprocess
 from omnilab.models.retry import RetryExhaustedError, RetryPolicy, retrying
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
@@ -100,7 +100,7 @@ class Model:
             if hit is not None:
                 self.cache_hits += 1
                 output = hit.model_copy(update={"cached": True, "latency_s": 0.0})
-                self._emit(msgs, tool_list, started, 0, output=output)
+                self._emit(msgs, tool_list, cfg, started, 0, output=output)
                 return output
         timeout = cfg.timeout_s or self.timeout_s
         attempt_latency = 0.0
@@ -130,7 +130,9 @@ class Model:
                 status=e.error.status,
                 attempts=e.attempts,
             )
-            self._emit(msgs, tool_list, started, e.attempts, error=str(error), kind=e.error.kind)
+            self._emit(
+                msgs, tool_list, cfg, started, e.attempts, error=str(error), kind=e.error.kind
+            )
             raise error from None
         # With tool_choice "none" a call written as text is an answer, not a call to recover.
         offered = [] if cfg.tool_choice == "none" else tool_list
@@ -139,7 +141,7 @@ class Model:
         self.usage = self.usage + output.usage
         if self.cache is not None and key is not None:
             self.cache.put(key, self.name, output)
-        self._emit(msgs, tool_list, started, attempts, output=output)
+        self._emit(msgs, tool_list, cfg, started, attempts, output=output)
         return output
 
     def generate_sync(
@@ -165,6 +167,7 @@ class Model:
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
+        config: GenerateConfig,
         started: float,
         attempts: int,
         *,
@@ -177,6 +180,10 @@ class Model:
         event = ModelCallEvent(
             model=self.name,
             input=summarize_input(messages, tools),
+            # Already typed: constructed without validating every message again.
+            sent=CallInput.model_construct(
+                messages=list(messages), tools=list(tools), config=config, media={}
+            ),
             output=output,
             usage=output.usage if output is not None else Usage(),
             latency_s=time.perf_counter() - started,

@@ -1,9 +1,14 @@
 """The events a run emits: one discriminated union, one versioned schema.
 
-Every event has a ``kind`` (the discriminator), an ``id`` and a ``timestamp``. The model call
-event is :class:`omnilab.models.events.ModelCallEvent` itself, so a :class:`~omnilab.models.Model`
-writes straight into a trajectory by taking the writer as its sink; its output carries the
-assistant message whole, so the conversation can be rebuilt from the events without any copy.
+Every event has a ``kind`` (the discriminator), an ``id``, a ``timestamp``, and (schema 2) the
+``parent_id`` of the event it follows from and the ``context_id`` of the conversation it belongs
+to. The model call event is :class:`omnilab.models.events.ModelCallEvent` itself, so a
+:class:`~omnilab.models.Model` writes straight into a trajectory by taking the writer as its sink;
+it carries its input exactly as sent and its output whole, so every context can be rebuilt.
+
+Schema 2 adds to schema 1 (which still reads): the full input, role and context of each model
+call; parent ids; branch pointers on :class:`RunStart`; :class:`ContextEdit` and
+:class:`StepScore`; and how a tool result went back (``sent_as``).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
-from omnilab.content import Text
+from omnilab.content import Content, Text
 from omnilab.inputs import InputFile
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import Message, Usage
@@ -23,6 +28,7 @@ from omnilab.tools.base import ToolResult
 __all__ = [
     "SCHEMA_VERSION",
     "AnswerEvent",
+    "ContextEdit",
     "ErrorEvent",
     "Event",
     "EventAdapter",
@@ -31,24 +37,29 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "RunStatus",
+    "StepScore",
     "ToolResultEvent",
     "tool_message",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the trajectory file format; bumped when an event changes incompatibly."""
 
 RunStatus = Literal["answered", "no_answer", "error", "budget"]
 """How a run ended: with an answer, without one, on an error, or out of turns/tokens/time."""
 
 ModelCall = ModelCallEvent
-"""One model call (``kind="model_call"``): input summary, output or error, usage, latency."""
+"""One model call (``kind="model_call"``): input as sent, output or error, usage, latency."""
 
 
 class _Event(BaseModel):
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     timestamp: float = Field(default_factory=time.time)
     """Unix time the event happened."""
+    parent_id: str | None = None
+    """The event this one follows from: a tool result's model call, a step's previous step."""
+    context_id: str | None = None
+    """The conversation (message list) the event belongs to, when it belongs to one."""
 
 
 class RunStart(_Event):
@@ -65,6 +76,10 @@ class RunStart(_Event):
     """Model names by role (``agent``, ``perception``, ``judge``, ...); never keys."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The agent's settings: budgets, tool names, prompt names."""
+    parent_run_id: str | None = None
+    """For a branch: the run it branched from (tree exploration, DPO pairs)."""
+    parent_event_id: str | None = None
+    """For a branch: the event of the parent run after which this run diverged."""
 
 
 class MessageAdded(_Event):
@@ -86,6 +101,8 @@ class ToolResultEvent(_Event):
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: ToolResult
     duration_s: float = 0.0
+    sent_as: Literal["tool", "user"] = "tool"
+    """Whether the result went back to the model as a tool message or as a user message."""
 
 
 class AnswerEvent(_Event):
@@ -122,6 +139,29 @@ class ErrorEvent(_Event):
         return data
 
 
+class ContextEdit(_Event):
+    """A scaffold changed messages already in a context: ``messages[start:end]`` became
+    ``replacement`` (empty for a purge), e.g. OmniAgent's memory placeholders for old media."""
+
+    kind: Literal["context_edit"] = "context_edit"
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    replacement: list[Message] = Field(default_factory=list)
+    reason: str = ""
+
+
+class StepScore(_Event):
+    """A reward or grade for one step (``target_id``: usually a model call), e.g. a process
+    reward in {-1, 0, +1} or a verifier's verdict on a branch."""
+
+    kind: Literal["step_score"] = "step_score"
+    target_id: str
+    value: float
+    name: str = "reward"
+    """What the score is (``reward``, ``verifier``, a rubric's name)."""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunEnd(_Event):
     """The last event of a run."""
 
@@ -134,7 +174,15 @@ class RunEnd(_Event):
 
 
 Event = Annotated[
-    RunStart | MessageAdded | ModelCallEvent | ToolResultEvent | AnswerEvent | ErrorEvent | RunEnd,
+    RunStart
+    | MessageAdded
+    | ModelCallEvent
+    | ToolResultEvent
+    | AnswerEvent
+    | ErrorEvent
+    | ContextEdit
+    | StepScore
+    | RunEnd,
     Field(discriminator="kind"),
 ]
 """Any trajectory event, told apart by ``kind``."""
@@ -143,13 +191,20 @@ EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates and serialises one :data:`Event` (``EventAdapter.validate_json(line)``)."""
 
 
-def tool_message(call_id: str, result: ToolResult) -> Message:
-    """The tool message that carries ``result`` to the model, as agents send it.
+def tool_message(
+    call_id: str, result: ToolResult, *, sent_as: Literal["tool", "user"] = "tool"
+) -> Message:
+    """The message that carries ``result`` to the model, as agents send it.
 
     An error becomes its one line (``Error [TS_OOB]: ...``); otherwise the content goes as it is
     (a result with no content says so, since some providers reject empty tool messages).
+    ``sent_as="user"`` gives a user message instead (scaffolds whose model writes its actions as
+    text, e.g. OmniAgent's JSON actions, have no tool calls to answer).
     """
     if result.error is not None:
-        return Message(role="tool", content=[Text(text=result.text)], tool_call_id=call_id)
-    content = list(result.content) or [Text(text="(no output)")]
+        content: list[Content] = [Text(text=result.text)]
+    else:
+        content = list(result.content) or [Text(text="(no output)")]
+    if sent_as == "user":
+        return Message(role="user", content=content)
     return Message(role="tool", content=content, tool_call_id=call_id)

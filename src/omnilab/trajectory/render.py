@@ -7,12 +7,15 @@ from typing import Any, assert_never
 
 from omnilab.content import Content, Text
 from omnilab.models.events import ModelCallEvent
+from omnilab.trajectory.contexts import main_context_id
 from omnilab.trajectory.events import (
     AnswerEvent,
+    ContextEdit,
     ErrorEvent,
     MessageAdded,
     RunEnd,
     RunStart,
+    StepScore,
     ToolResultEvent,
 )
 from omnilab.trajectory.store import Trajectory
@@ -94,7 +97,15 @@ def _tool_result(event: ToolResultEvent, width: int) -> str:
     else:
         shown = " | ".join(line for line in result.text.splitlines() if line.strip())
         body = " ".join(x for x in (_media(result.content), shown) if x) or "(no output)"
-    return _one_line(f"{_INDENT}-> {event.name} {event.duration_s:.1f}s: {body}", width)
+    via = " (as user message)" if event.sent_as == "user" else ""
+    return _one_line(f"{_INDENT}-> {event.name} {event.duration_s:.1f}s{via}: {body}", width)
+
+
+def _edit(event: ContextEdit, width: int) -> str:
+    what = "purged" if not event.replacement else f"replaced by {len(event.replacement)}"
+    why = f" ({event.reason})" if event.reason else ""
+    span = f"messages {event.start}-{event.end - 1}" if event.end > event.start else "nothing"
+    return _one_line(f"{_INDENT}context {event.context_id}: {span} {what}{why}", width)
 
 
 def _end(event: RunEnd, width: int) -> str:
@@ -110,10 +121,12 @@ def render_text(traj: Trajectory, *, width: int = 100) -> str:
     """The run step by step: thoughts, tool calls, short observations, the answer and totals.
 
     Each line is cut to ``width`` characters. Model calls that are not turns of the agent's
-    conversation (a perception tool's model) are shown as ``side call`` lines.
+    main conversation (a perception tool's model, another context) are shown as ``side call``
+    lines, with their role and context when the file records them (schema 2).
     """
     width = max(width, 20)
-    agent_turns = {id(m) for m in traj.messages()}
+    main = main_context_id(traj.events)
+    agent_turns = {id(m) for m in traj.messages()} if main is None else set()
     lines: list[str] = []
     step = 0
     for event in traj.events:
@@ -122,13 +135,17 @@ def render_text(traj: Trajectory, *, width: int = 100) -> str:
         elif isinstance(event, MessageAdded):
             lines.append(_message(event, width))
         elif isinstance(event, ModelCallEvent):
-            turn = event.output is None or id(event.output.message) in agent_turns
+            if main is not None:
+                turn = event.context_id == main
+            else:
+                turn = event.output is None or id(event.output.message) in agent_turns
             if turn:
                 step += 1
                 lines.extend(_model_call(event, step, width))
             else:
-                reply = event.output.text if event.output is not None else ""
-                lines.append(_one_line(f"{_INDENT}side call {event.model}: {reply}", width))
+                reply = event.output.text if event.output is not None else f"error {event.error}"
+                where = f" [{event.role} {event.context_id}]" if event.context_id else ""
+                lines.append(_one_line(f"{_INDENT}side call {event.model}{where}: {reply}", width))
         elif isinstance(event, ToolResultEvent):
             lines.append(_tool_result(event, width))
         elif isinstance(event, AnswerEvent):
@@ -139,6 +156,14 @@ def render_text(traj: Trajectory, *, width: int = 100) -> str:
             lines.append(_one_line(f"error [{event.error_kind}]: {event.message}", width))
         elif isinstance(event, RunEnd):
             lines.append(_end(event, width))
+        elif isinstance(event, ContextEdit):
+            lines.append(_edit(event, width))
+        elif isinstance(event, StepScore):
+            lines.append(
+                _one_line(
+                    f"{_INDENT}score {event.name}={event.value:g} for {event.target_id}", width
+                )
+            )
         else:
             assert_never(event)
     if traj.run_end is None:

@@ -1,7 +1,9 @@
 """Trajectory files: versioned JSONL written one line per event, and read back.
 
 The first line is a header (``format``, ``schema_version``, ``run_id``, ``created``); every
-further line is one :data:`~omnilab.trajectory.events.Event`. Each line is handed to the operating
+further line is one :data:`~omnilab.trajectory.events.Event` (model calls encoded as
+:mod:`omnilab.trajectory.codec` says: each context's messages once, media by path and hash).
+Files of schema 1 and 2 are read. Each line is handed to the operating
 system before :meth:`TrajectoryWriter.emit` returns, so a run whose process is killed leaves every
 event it emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and
 skips. The file is synced to disk on close; ``durable=True`` syncs every line too, which only
@@ -24,17 +26,16 @@ from pydantic import BaseModel, Field, ValidationError
 from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import Message, ToolCall, Usage
+from omnilab.trajectory.codec import EventDecoder, EventEncoder
+from omnilab.trajectory.contexts import CallContext, call_contexts, conversation, with_reasoning
 from omnilab.trajectory.events import (
     SCHEMA_VERSION,
     AnswerEvent,
     Event,
-    EventAdapter,
-    MessageAdded,
     RunEnd,
     RunStart,
     RunStatus,
     ToolResultEvent,
-    tool_message,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 FORMAT: Literal["omnilab-trajectory"] = "omnilab-trajectory"
+READABLE_VERSIONS = (1, 2)
 
 
 class TrajectoryError(OmnilabError):
@@ -66,7 +68,8 @@ class TrajectoryWriter:
     """Appends events to a JSONL file, each written through to the OS before :meth:`emit` returns.
 
     Usable as a :class:`~omnilab.models.Model` sink (``sink=writer``) and as a context manager.
-    An existing file at ``path`` is replaced: a trajectory belongs to one run.
+    An existing file at ``path`` is replaced: a trajectory belongs to one run. Media held inline
+    in events are written to the folder ``<path without .jsonl>.media`` beside it.
     """
 
     def __init__(self, path: Path, *, run_id: str | None = None, durable: bool = False) -> None:
@@ -77,6 +80,7 @@ class TrajectoryWriter:
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._encoder = EventEncoder(self.path.with_suffix(".media"))
         self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
         # Model sinks may be called from worker threads (tools run in threads): one line at a time.
         self._lock = threading.Lock()
@@ -84,7 +88,9 @@ class TrajectoryWriter:
 
     def emit(self, event: Event) -> None:
         """Append ``event`` as one line (synced to disk as well when ``durable``)."""
-        self._write(EventAdapter.dump_json(event, fallback=str).decode("utf-8"))
+        with self._lock:  # the encoder keeps each context's last messages: one event at a time
+            line = self._encoder.encode(event)
+        self._write(line)
 
     def __call__(self, event: Event) -> None:
         """:meth:`emit`, so the writer can be passed wherever an event sink is expected."""
@@ -189,28 +195,28 @@ class Trajectory(BaseModel):
         """Every tool result, in order."""
         return [e for e in self.events if isinstance(e, ToolResultEvent)]
 
-    def messages(self, *, model: str | None = None) -> list[Message]:
-        """The agent's conversation rebuilt from the events (for training export and viewers).
+    def contexts(self) -> list[CallContext]:
+        """Every model call with exactly the messages and tools it was sent, in order (the
+        reply, with its reasoning and logprobs, is ``.output``). Schema-1 files give the agent's
+        turns only, rebuilt from the conversation (``exact=False``)."""
+        return call_contexts(self.events)
 
-        Added messages and tool results are taken as they are; a model call contributes its
-        assistant message when it succeeded and was sent the whole conversation so far. That
-        tells the agent's turns from side calls on the same sink (a perception tool's model is
-        sent its own two messages); ``model`` restricts the turns to one model name as well.
+    def conversation(
+        self, context_id: str | None = None, *, reasoning: bool = False
+    ) -> list[Message]:
+        """The message list of one context at the end of the run (default: the agent's main
+        one); ``reasoning=True`` puts each reply's reasoning back as ``<think>...</think>``."""
+        found = conversation(self.events, context_id)
+        return with_reasoning(found, self.events) if reasoning else found
+
+    def messages(self, *, model: str | None = None, reasoning: bool = False) -> list[Message]:
+        """The agent's conversation (for training export and viewers): its main context as it
+        stood at the end; for schema-1 files the turns rebuilt from message counts, of one
+        ``model`` name when given. ``reasoning=True`` keeps each reply's reasoning as a
+        ``<think>`` block before its text.
         """
-        out: list[Message] = []
-        for event in self.events:
-            if isinstance(event, MessageAdded):
-                out.append(event.message)
-            elif isinstance(event, ToolResultEvent):
-                out.append(tool_message(event.call_id, event.result))
-            elif (
-                isinstance(event, ModelCallEvent)
-                and event.output is not None
-                and event.input.messages == len(out)
-                and (model is None or event.model == model)
-            ):
-                out.append(event.output.message)
-        return out
+        found = conversation(self.events, model=model)
+        return with_reasoning(found, self.events) if reasoning else found
 
 
 def _header(path: Path, first: bytes) -> TrajectoryHeader:
@@ -221,15 +227,15 @@ def _header(path: Path, first: bytes) -> TrajectoryHeader:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise TrajectoryError(f"{path} is not an omnilab trajectory (its first line is no header)")
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         hint = (
             "it was written by a newer omnilab: upgrade omnilab to read it"
             if isinstance(version, int) and version > SCHEMA_VERSION
             else "this version is not supported"
         )
         raise TrajectoryError(
-            f"{path} has trajectory schema version {version!r}, this omnilab reads version "
-            f"{SCHEMA_VERSION}; {hint}"
+            f"{path} has trajectory schema version {version!r}, this omnilab reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}; {hint}"
         )
     try:
         return TrajectoryHeader.model_validate(raw)
@@ -257,12 +263,13 @@ def read_trajectory(path: Path) -> Trajectory:
     events: list[Event] = []
     warnings: list[str] = []
     truncated = False
+    decoder = EventDecoder()
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
         try:
-            events.append(EventAdapter.validate_json(line))
-        except ValidationError as e:
+            events.append(decoder.decode(line))
+        except (ValidationError, ValueError) as e:
             if number == len(lines):
                 truncated = True
                 warnings.append(
@@ -273,7 +280,9 @@ def read_trajectory(path: Path) -> Trajectory:
     return Trajectory(header=header, events=events, path=p, truncated=truncated, warnings=warnings)
 
 
-def _first(err: ValidationError) -> str:
+def _first(err: ValidationError | ValueError) -> str:
+    if not isinstance(err, ValidationError):
+        return str(err)
     first: dict[str, Any] = dict(err.errors()[0])
     where = ".".join(str(x) for x in first["loc"]) or "line"
     return f"{where}: {first['msg']}"

@@ -1,0 +1,448 @@
+"""The run session every scaffold runs in: :class:`AgentRun`.
+
+A scaffold is its loop and its prompts; the session does the rest. It opens and closes the run
+(``run_start``/``run_end``, the status, a crash guard that records the traceback and still ends
+the trajectory), binds the context's models by role so every call lands in the trajectory with
+its role, its context id and its parent event, runs tool calls under budgets (per tool, per turn,
+the wall clock), tells terminal tools, notices exact repeats, and records the answer::
+
+    run = AgentRun(task, ctx, agent="echo")
+
+    async def loop() -> RunStatus:
+        chat = run.context()
+        run.add(chat, Message.user(task.question))
+        output = await run.call("agent", chat)
+        return "budget" if output is None else run.answer(output)
+
+    return await run.execute(loop, config={"prompt": "none"})
+
+Model calls a tool makes itself (a perception tool's model) are recorded too: each gets a
+context of its own and the id of the model call whose tool call made it as its parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import traceback
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from omnilab.agents.answer import final_answer, looks_like_tool_call
+from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
+from omnilab.models.errors import ModelError
+from omnilab.models.events import ModelCallEvent
+from omnilab.models.model import Model
+from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolCall, Usage
+from omnilab.tools.base import Tool, ToolResult
+from omnilab.trajectory import (
+    AnswerEvent,
+    ContextEdit,
+    ErrorEvent,
+    Event,
+    MessageAdded,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    StepScore,
+    ToolResultEvent,
+    Trajectory,
+    tool_message,
+)
+
+__all__ = ["AgentRun", "Context", "ToolOutcome", "ToolRound"]
+
+SentAs = Literal["tool", "user"]
+
+
+@dataclass
+class Context:
+    """One conversation of a run: its id, the role it talks to, and its messages so far."""
+
+    id: str
+    role: str
+    messages: list[Message] = field(default_factory=list)
+    last_call_id: str | None = None
+    """The latest model call in this context (the parent of what follows it)."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One tool call and what went back to the model."""
+
+    call: ToolCall
+    result: ToolResult
+    event: ToolResultEvent
+
+
+@dataclass(frozen=True)
+class ToolRound:
+    """The results of one turn's tool calls, in the calls' order."""
+
+    outcomes: list[ToolOutcome]
+    terminal: ToolOutcome | None = None
+    """The first call of a terminal tool that succeeded: the scaffold should end the run."""
+
+
+@dataclass
+class _CallScope:
+    run: AgentRun
+    context: Context
+    event: ModelCallEvent | None = None
+
+
+# Which run and context the current model call belongs to; set around ``AgentRun.call`` so the
+# bound model's sink can label its event, and copied into tool tasks as their parent.
+_CALL: ContextVar[_CallScope | None] = ContextVar("omnilab_agent_call", default=None)
+_PARENT: ContextVar[str | None] = ContextVar("omnilab_agent_parent", default=None)
+
+
+def _writes_a_call(text: str, tool_names: Collection[str]) -> bool:
+    """Whether ``text`` is a tool call written out: a call tag, a JSON ``arguments`` key, or a
+    JSON object naming one of the tools."""
+    if looks_like_tool_call(text):
+        return True
+    stripped = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("name") in tool_names
+
+
+class AgentRun:
+    """One run of one task (see the module docstring).
+
+    ``tool_budgets`` caps calls per tool over the run (e.g. ``{"text_search": 10}``);
+    ``calls_per_turn`` caps the calls of one reply that run (the rest get ``TOO_MANY_CALLS``);
+    a call of a ``terminal_tools`` tool (or a result whose metadata says ``terminal``) that
+    succeeds ends the run; the same call with the same arguments a ``repeat_notice_at``-th time
+    or later gets a notice appended to its result.
+    """
+
+    def __init__(
+        self,
+        task: AgentTask,
+        ctx: AgentContext,
+        *,
+        agent: str,
+        tool_budgets: Mapping[str, int] | None = None,
+        calls_per_turn: int | None = None,
+        terminal_tools: Collection[str] = (),
+        max_observation_chars: int | None = None,
+        repeat_notice_at: int = 3,
+        branch_of: tuple[str, str] | None = None,
+    ) -> None:
+        self.task = task
+        self.ctx = ctx
+        self.agent = agent
+        self.budgets = ctx.budgets
+        self.gate = ToolGate(
+            tool_budgets=tool_budgets,
+            calls_per_turn=calls_per_turn,
+            repeat_notice_at=repeat_notice_at,
+        )
+        """Per-tool budgets, the per-turn limit and the repeat notice."""
+        self.terminal_tools = frozenset(terminal_tools)
+        self.max_observation_chars = max_observation_chars
+        self.branch_of = branch_of
+        self.events: list[Event] = []
+        self.usage = Usage()
+        self.turns = 0
+        self.clock = BudgetClock(ctx.budgets.max_seconds)
+        self._contexts = 0
+        self._last_call_id: str | None = None
+        self._last_context_id: str | None = None
+        self.models: dict[str, Model] = {"agent": self._bind(ctx.model, "agent")}
+        """The context's models by role, bound to this run (``agent`` plus ``ctx.roles``)."""
+        for role, model in ctx.roles.items():
+            self.models[role] = self._bind(model, role)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """Write ``event`` to the trajectory, keep it, and show it to the live hook."""
+        self.ctx.trajectory.emit(event)
+        self.events.append(event)
+        if self.ctx.on_event is not None:
+            self.ctx.on_event(event)
+
+    def _bind(self, model: Model, role: str) -> Model:
+        # A copy per run and role: models are shared by concurrent runs, and each run's calls
+        # must go to its own trajectory. A sink the caller set still gets every event.
+        bound = copy.copy(model)
+        outer = model.sink
+
+        def sink(event: ModelCallEvent) -> None:
+            labelled = self._label(event, role)
+            self.usage = self.usage + labelled.usage
+            self.emit(labelled)
+            if outer is not None:
+                outer(labelled)
+
+        bound.sink = sink
+        return bound
+
+    def _label(self, event: ModelCallEvent, role: str) -> ModelCallEvent:
+        scope = _CALL.get()
+        if scope is not None and scope.run is self and scope.event is None:
+            scope.event = event
+            event.role, event.context_id = role, scope.context.id
+            event.parent_id = scope.context.last_call_id
+        else:
+            # A call the session did not make (a tool's own model): a context of its own.
+            event.role = role
+            event.context_id = self._new_context_id(f"{role}-side")
+            event.parent_id = _PARENT.get()
+        return event
+
+    def _new_context_id(self, prefix: str) -> str:
+        self._contexts += 1
+        return f"{prefix}-{self._contexts}"
+
+    # -- contexts -----------------------------------------------------------------------------
+
+    def context(self, role: str = "agent", *, messages: Sequence[Message] = ()) -> Context:
+        """A new conversation talking to the model of ``role``; ``messages`` are added first."""
+        if role not in self.models:
+            raise AgentConfigError(f"no model for role {role!r}; roles: {', '.join(self.models)}")
+        context = Context(id=self._new_context_id(role), role=role)
+        for message in messages:
+            self.add(context, message)
+        return context
+
+    def add(self, context: Context, message: Message) -> None:
+        """Append a message no model or tool produced (prompts, notices) and record it."""
+        context.messages.append(message)
+        self.emit(
+            MessageAdded(message=message, context_id=context.id, parent_id=context.last_call_id)
+        )
+
+    def edit(
+        self,
+        context: Context,
+        start: int,
+        end: int,
+        replacement: Sequence[Message] = (),
+        *,
+        reason: str = "",
+    ) -> None:
+        """Replace ``context.messages[start:end]`` by ``replacement`` (none: purge) and record it."""
+        if not 0 <= start <= end <= len(context.messages):
+            raise ValueError(f"bad edit range {start}:{end} of {len(context.messages)} messages")
+        context.messages[start:end] = list(replacement)
+        self.emit(
+            ContextEdit(
+                start=start,
+                end=end,
+                replacement=list(replacement),
+                reason=reason,
+                context_id=context.id,
+                parent_id=context.last_call_id,
+            )
+        )
+
+    # -- model calls --------------------------------------------------------------------------
+
+    async def call(
+        self,
+        model: str | Model,
+        context: Context,
+        *,
+        tools: Sequence[Tool] = (),
+        config: GenerateConfig | None = None,
+        turn: bool = True,
+    ) -> ModelOutput | None:
+        """One call of ``model`` (a role or a model) on ``context``'s messages, bounded by the
+        time budget; its reply is appended to the context. ``None`` when the time ran out.
+
+        ``turn=False`` leaves the turn count alone (a call that is not a step of the agent).
+        Raises :class:`~omnilab.models.errors.ModelError` when the model fails (the run's
+        guard ends the run with status ``error``).
+        """
+        if isinstance(model, str) and model not in self.models:
+            raise AgentConfigError(f"no model for role {model!r}; roles: {', '.join(self.models)}")
+        bound = self.models[model] if isinstance(model, str) else self._bound(model, context)
+        if turn:
+            self.turns += 1
+        scope = _CallScope(self, context)
+        token = _CALL.set(scope)
+        try:
+            output = await self.clock.bound(
+                bound.generate(list(context.messages), tools=[t.spec for t in tools], config=config)
+            )
+        except TimeoutError:
+            message = f"time budget spent ({self.clock.limit:g} s) during a model call"
+            self.emit(ErrorEvent(error_kind="budget", message=message, context_id=context.id))
+            return None
+        finally:
+            _CALL.reset(token)
+        context.messages.append(output.message)
+        if scope.event is not None:
+            context.last_call_id = self._last_call_id = scope.event.id
+            self._last_context_id = context.id
+        return output
+
+    def _bound(self, model: Model, context: Context) -> Model:
+        for bound in self.models.values():
+            if bound.name == model.name and bound.adapter is model.adapter:
+                return bound
+        return self._bind(model, context.role)
+
+    # -- tools --------------------------------------------------------------------------------
+
+    async def run_tools(
+        self,
+        calls: Sequence[ToolCall],
+        context: Context,
+        tools: Mapping[str, Tool] | Sequence[Tool],
+        *,
+        sent_as: SentAs = "tool",
+    ) -> ToolRound:
+        """Run one reply's tool calls (concurrently, under the budgets) and send each result
+        back into ``context`` as a tool message (or a user message, ``sent_as="user"``)."""
+        by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        results = self.gate.admit(calls)
+        runnable = [c for c, r in zip(calls, results, strict=True) if r is None]
+        parent = context.last_call_id
+        token = _PARENT.set(parent)  # a tool's own model calls point at the call that asked
+        try:
+            model = self.models.get(context.role, self.models["agent"])
+            ran = iter(
+                await run_tool_calls(
+                    runnable,
+                    by_name,
+                    clock=self.clock,
+                    capabilities=model.capabilities,
+                    max_chars=self.max_observation_chars,
+                )
+            )
+        finally:
+            _PARENT.reset(token)
+        outcomes: list[ToolOutcome] = []
+        terminal: ToolOutcome | None = None
+        for call, refused in zip(calls, results, strict=True):
+            result, seconds = (refused, 0.0) if refused is not None else next(ran)
+            result = self.gate.after(call, result)
+            event = ToolResultEvent(
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                result=result,
+                duration_s=seconds,
+                sent_as=sent_as,
+                context_id=context.id,
+                parent_id=parent,
+            )
+            self.emit(event)
+            context.messages.append(tool_message(call.id, result, sent_as=sent_as))
+            outcome = ToolOutcome(call, result, event)
+            outcomes.append(outcome)
+            ends = call.name in self.terminal_tools or result.metadata.get("terminal") is True
+            if terminal is None and refused is None and result.ok and ends:
+                terminal = outcome
+        return ToolRound(outcomes, terminal)
+
+    # -- answers, scores, budgets -------------------------------------------------------------
+
+    def answer(
+        self, output: ModelOutput | str, *, forced: bool = False, tool_names: Collection[str] = ()
+    ) -> Literal["answered", "no_answer"]:
+        """Record the final answer of ``output`` (``<answer>`` tag, else the whole text).
+
+        A reply that is itself a tool call (native, or written as text or JSON naming one of
+        ``tool_names``) is no answer: status ``no_answer``, with the text kept.
+        """
+        text = output if isinstance(output, str) else output.text
+        called = not isinstance(output, str) and bool(output.tool_calls)
+        answer, source = final_answer(text)
+        if called or (source == "whole_text" and _writes_a_call(text, tool_names)):
+            answer, source = None, None
+        self.emit(
+            AnswerEvent(
+                text=text,
+                answer=answer,
+                forced=forced,
+                source=source,
+                parent_id=self._last_call_id,
+                context_id=self._last_context_id,
+            )
+        )
+        return "answered" if answer is not None else "no_answer"
+
+    def score(self, target_id: str, value: float, *, name: str = "reward", **details: Any) -> None:
+        """Record a per-step score (a process reward, a verifier's verdict) for ``target_id``."""
+        self.emit(
+            StepScore(
+                target_id=target_id, value=value, name=name, details=details, parent_id=target_id
+            )
+        )
+
+    def out_of_budget(self) -> bool:
+        """Whether the token or time budget is spent (recorded as an ``error`` event if so)."""
+        limit = self.budgets.max_tokens
+        if limit is not None and self.usage.total_tokens >= limit:
+            message = f"token budget spent ({self.usage.total_tokens} of {limit} tokens)"
+            self.emit(ErrorEvent(error_kind="budget", message=message))
+            return True
+        if self.clock.expired():
+            self.emit(
+                ErrorEvent(
+                    error_kind="budget", message=f"time budget spent ({self.clock.limit:g} s)"
+                )
+            )
+            return True
+        return False
+
+    # -- the run ------------------------------------------------------------------------------
+
+    async def execute(
+        self, body: Callable[[], Awaitable[RunStatus]], *, config: Mapping[str, Any] | None = None
+    ) -> Trajectory:
+        """Open the run, ``await body()`` for its status, close the run; return the trajectory.
+
+        A model failure ends the run with status ``error``; a cancellation or a bug records the
+        traceback and a ``run_end`` before the exception goes on, so no event is lost.
+        """
+        parent_run, parent_event = self.branch_of or (None, None)
+        self.emit(
+            RunStart(
+                run_id=self.ctx.trajectory.run_id,
+                task_id=self.task.id,
+                question=self.task.question,
+                inputs=list(self.task.inputs),
+                agent=self.agent,
+                models={role: m.name for role, m in self.models.items()},
+                config=dict(config or {}),
+                parent_run_id=parent_run,
+                parent_event_id=parent_event,
+            )
+        )
+        try:
+            status = await body()
+        except ModelError as e:
+            details = {"model": e.model, "error_kind": str(e.kind), "attempts": e.attempts}
+            self.emit(ErrorEvent(error_kind="model", message=str(e), details=details))
+            status = "error"
+        except (asyncio.CancelledError, Exception) as e:
+            kind = "cancelled" if isinstance(e, asyncio.CancelledError) else "internal"
+            trace = "".join(traceback.format_exception(e))
+            self.emit(ErrorEvent(error_kind=kind, message=repr(e), details={"traceback": trace}))
+            self._end("error")
+            raise
+        self._end(status)
+        return self.trajectory()
+
+    def _end(self, status: RunStatus) -> None:
+        self.emit(
+            RunEnd(status=status, usage=self.usage, wall_s=self.clock.elapsed(), turns=self.turns)
+        )
+
+    def trajectory(self) -> Trajectory:
+        """The events so far as a :class:`~omnilab.trajectory.Trajectory`."""
+        writer = self.ctx.trajectory
+        return Trajectory(header=writer.header, events=list(self.events), path=writer.path)
