@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import traceback
 from typing import Literal
 
@@ -118,18 +117,9 @@ class _Run:
         self.emit(event)
 
     def _bind(self, model: Model) -> Model:
-        # A copy per run: models are shared by concurrent runs, and each run's calls must go to
+        # A view per run: models are shared by concurrent runs, and each run's calls must go to
         # its own trajectory. A sink the caller set still gets every event.
-        bound = copy.copy(model)
-        outer = model.sink
-
-        def sink(event: ModelCallEvent) -> None:
-            self._on_model_call(event)
-            if outer is not None:
-                outer(event)
-
-        bound.sink = sink
-        return bound
+        return model.bound(sink=self._on_model_call)
 
     def _add(self, messages: list[Message], message: Message) -> None:
         messages.append(message)
