@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,18 +47,15 @@ class EndpointLimit:
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
         self._largest_waiting = 0
 
-    @contextlib.asynccontextmanager
-    async def hold(self, limit: int) -> AsyncIterator[None]:
-        """Wait for a slot (fewer than ``limit`` calls in flight), hold it for the block."""
-        await self._acquire(max(1, limit))
-        try:
-            yield
-        finally:
-            self._release()
+    def hold(self, limit: int) -> _Slot:
+        """``async with limit.hold(n):`` waits until fewer than ``n`` calls are in flight and
+        counts the block as one of them."""
+        return _Slot(self, max(1, limit))
 
     def _take(self) -> None:
         self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight > self.peak:
+            self.peak = self.in_flight
 
     async def _acquire(self, limit: int) -> None:
         if self.in_flight < limit and not self._waiters:
@@ -75,28 +72,58 @@ class EndpointLimit:
             if future.done() and not future.cancelled():
                 self._release()  # granted just as the caller gave up: pass the slot on
             else:
-                self._waiters.remove(entry)
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(entry)
             raise
 
     def _release(self) -> None:
         self.in_flight -= 1
         self._wake()
 
+    def _grant(self, future: asyncio.Future[None]) -> None:
+        self._take()
+        future.set_result(None)
+
     def _wake(self) -> None:
-        # With one limit (the usual case) this grants the first waiter and stops: O(1).
-        granted: list[tuple[int, asyncio.Future[None]]] = []
-        for entry in self._waiters:
+        waiters = self._waiters
+        # The usual case, one limit for all: grant from the front while there is room, O(1).
+        while waiters and self.in_flight < self._largest_waiting:
+            limit, future = waiters[0]
+            if future.done():  # cancelled while waiting
+                waiters.popleft()
+            elif self.in_flight < limit:
+                waiters.popleft()
+                self._grant(future)
+            else:
+                break
+        else:
+            if not waiters:
+                self._largest_waiting = 0
+            return
+        # Mixed limits: the first waiter's is reached, a later one's larger limit may not be.
+        for entry in list(waiters)[1:]:
             if self.in_flight >= self._largest_waiting:
                 break
             limit, future = entry
-            if self.in_flight < limit and not future.done():
-                self._take()
-                future.set_result(None)
-                granted.append(entry)
-        for entry in granted:
-            self._waiters.remove(entry)
-        if not self._waiters:
-            self._largest_waiting = 0
+            if not future.done() and self.in_flight < limit:
+                waiters.remove(entry)
+                self._grant(future)
+
+
+class _Slot:
+    """The async context manager of :meth:`EndpointLimit.hold` (a class: this runs per call)."""
+
+    __slots__ = ("_limit", "_owner")
+
+    def __init__(self, owner: EndpointLimit, limit: int) -> None:
+        self._owner = owner
+        self._limit = limit
+
+    async def __aenter__(self) -> None:
+        await self._owner._acquire(self._limit)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._owner._release()
 
 
 # One counter per endpoint and event loop: futures belong to the loop they were made on, and
