@@ -128,7 +128,8 @@ class Model:
         return view
 
     def __repr__(self) -> str:
-        return f"Model({self.name!r})"
+        role = f", role={self.role!r}" if self.role else ""
+        return f"Model({self.name!r}{role})"
 
     @property
     def capabilities(self) -> Capabilities:
