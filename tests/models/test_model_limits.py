@@ -103,7 +103,8 @@ def test_a_cancelled_waiter_gives_its_place_back() -> None:
 
 
 def test_a_run_lifts_the_default_limit_and_keeps_about_n_requests_in_flight() -> None:
-    with FakeOpenAIServer(latency_s=0.3) as server:
+    # A long answer time, so all 48 requests overlap even on a loaded machine.
+    with FakeOpenAIServer(latency_s=1.0) as server:
         model = get_model(f"vllm:m@{server.base_url}")
         assert (model.concurrency, model.concurrency_source) == (16, None)
         plan = lift_concurrency({"agent": model}, 48)

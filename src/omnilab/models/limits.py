@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from omnilab.models.errors import redact
+
 if TYPE_CHECKING:
     from omnilab.models.model import Model
 
@@ -178,8 +180,6 @@ class ConcurrencyPlan:
 
 
 def _display(model: Model) -> str:
-    from omnilab.models.errors import redact
-
     return redact(model.adapter.endpoint, model.adapter.secrets)
 
 
@@ -202,7 +202,7 @@ def concurrency_plan(models: Mapping[str, Model], requested: int) -> Concurrency
         if isinstance(serial, int) and serial < requested:
             reasons.append(f"{roles[0]}: {first.name} runs {serial} call(s) at a time")
         elif limit < requested:
-            why = f"set in {source}" if source else "the limit of this model"
+            why = f"set in {source}" if source else "the default models.concurrency"
             reasons.append(
                 f"{', '.join(roles)}: {limit} calls in flight on {plans[-1].endpoint} ({why})"
             )
