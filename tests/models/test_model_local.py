@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 pytest.importorskip("llama_cpp", reason="the [local] extra is not installed")
 
+from omnilab.config import get_settings
 from omnilab.content import Image
 from omnilab.models import (
     ErrorKind,
     GenerateConfig,
     Message,
     ModelError,
+    ResponseFormat,
     ToolCall,
     ToolSpec,
     get_model,
 )
-from omnilab.models.providers.local import tool_call_schema
+from omnilab.models.providers.local import output_schema, tool_call_schema
 from omnilab.models.providers.local_files import smollm2_path
 
 WEATHER = ToolSpec(
@@ -112,3 +116,68 @@ def test_media_is_refused_with_one_line(smollm2: Path, tmp_path: Path) -> None:
         model.generate_sync([Message.user("what?", Image(data=b"x", mime_type="image/png"))])
     assert err.value.kind is ErrorKind.UNSUPPORTED_MEDIA
     assert "takes text only (got image)" in str(err.value)
+
+
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["city", "population"],
+}
+
+
+def test_response_format_is_the_grammar_alone_or_the_answer_beside_tools() -> None:
+    fmt = ResponseFormat(json_schema=CITY)
+    alone = output_schema([], None, fmt)
+    assert alone is not None and alone["required"] == ["city", "population"]
+    assert alone["additionalProperties"] is False  # closed, so a tiny model adds no keys
+    with_tools = output_schema([CLOCK], "auto", fmt)
+    assert with_tools is not None
+    answer = with_tools["anyOf"][-1]["properties"]["answer"]
+    assert answer["properties"] == CITY["properties"]
+    assert output_schema([], None, None) is None
+
+
+@pytest.mark.slow
+def test_response_format_constrains_the_answer(smollm2: Path) -> None:
+    model = get_model("local:smollm2")
+    out = model.generate_sync(
+        "Name a large city and its population.",
+        config=GenerateConfig(response_format=CITY, temperature=0, max_tokens=64),
+    )
+    jsonschema.validate(json.loads(out.text), {**CITY, "additionalProperties": False})
+
+
+@pytest.mark.slow
+def test_structured_answer_beside_tools_is_the_json_text(smollm2: Path) -> None:
+    model = get_model("local:smollm2")
+    out = model.generate_sync(
+        "Answer directly, do not call a tool: which city is the capital of France?",
+        tools=[CLOCK],
+        config=GenerateConfig(response_format=CITY, temperature=0, max_tokens=64),
+    )
+    if not out.tool_calls:  # the model may still choose the tool; both are valid outputs
+        jsonschema.validate(json.loads(out.text), CITY)
+
+
+def test_logprobs_are_refused_with_one_line(smollm2: Path) -> None:
+    with pytest.raises(ModelError) as err:
+        get_model("local:smollm2").generate_sync("hi", config=GenerateConfig(logprobs=True))
+    assert err.value.kind is ErrorKind.BAD_REQUEST
+    assert "does not report token logprobs" in str(err.value)
+
+
+@pytest.mark.slow
+def test_context_overflow_names_the_window_and_the_setting(
+    smollm2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNILAB_MODELS__LOCAL_N_CTX", "256")
+    get_settings.cache_clear()
+    model = get_model("local:smollm2")
+    with pytest.raises(ModelError) as err:
+        model.generate_sync("word " * 400, config=GenerateConfig(max_tokens=8))
+    message = str(err.value)
+    assert err.value.kind is ErrorKind.CONTEXT_LENGTH
+    assert "does not fit the local model's context of 256 tokens" in message
+    assert "raise models.local_n_ctx (now 256; OMNILAB_MODELS__LOCAL_N_CTX" in message
+    assert "server" not in message and "\n" not in message
+    assert err.value.attempts == 1  # not retried

@@ -13,6 +13,7 @@ from omnilab.models import (
     GenerateConfig,
     Message,
     ModelCallEvent,
+    ModelConfigError,
     ModelError,
     ToolCall,
     ToolSpec,
@@ -238,7 +239,7 @@ def test_cache_hit_sends_no_second_request(server: FakeOpenAIServer) -> None:
         (
             reply_error(401, "invalid key"),
             ErrorKind.AUTH,
-            "HTTP 401: invalid key; check the API key",
+            "needs an API key (invalid key); set VLLM_API_KEY, or models.api_keys.vllm",
         ),
         (
             reply_error(404, "no such model"),
@@ -288,3 +289,58 @@ def test_key_is_sent_but_never_shown(
     assert server.chat_requests[0].headers["authorization"] == f"Bearer {key}"
     assert key not in str(err.value) and key not in events[0].model_dump_json()
     assert key[:8] not in str(err.value)
+
+
+def test_openai_at_a_server_of_ones_own_needs_no_key(server: FakeOpenAIServer) -> None:
+    # vLLM and SGLang servers usually run without authentication.
+    model = get_model(f"openai:Qwen/Qwen3-8B@{server.base_url}")
+    assert model.generate_sync("hi").text == "ok"
+    assert server.chat_requests[-1].headers["authorization"] == "Bearer EMPTY"
+
+
+def test_a_401_without_a_key_says_a_key_is_needed(server: FakeOpenAIServer) -> None:
+    server.push(reply_error(401, "Unauthorized"))
+    name = f"openai:gpt-4o@{server.base_url}"
+    with pytest.raises(ModelError) as err:
+        get_model(name).generate_sync("hi")
+    assert err.value.kind is ErrorKind.AUTH
+    assert str(err.value) == (
+        f"model {name}: HTTP 401: {server.base_url} needs an API key (Unauthorized); "
+        "set OPENAI_API_KEY, or models.api_keys.openai in omnilab.toml"
+    )
+    assert len(server.chat_requests) == 1  # not retried
+
+
+def test_a_401_with_a_key_says_to_check_it(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_API_KEY", "sk-wrong-key-123456")
+    server.push(reply_error(401, "invalid key"))
+    with pytest.raises(ModelError) as err:
+        get_model(f"vllm:m@{server.base_url}").generate_sync("hi")
+    message = str(err.value)
+    assert "HTTP 401: invalid key; check the API key" in message
+    assert "sk-wrong" not in message
+    assert server.chat_requests[-1].headers["authorization"] == "Bearer sk-wrong-key-123456"
+
+
+def test_the_providers_own_service_still_needs_a_key() -> None:
+    for name in ("openai:gpt-4o", "openai:gpt-4o@https://api.openai.com/v1/"):
+        with pytest.raises(ModelConfigError, match="needs an API key; set OPENAI_API_KEY"):
+            get_model(name)
+
+
+def test_a_prompt_too_long_for_the_server_is_a_context_error(server: FakeOpenAIServer) -> None:
+    server.push(
+        reply_error(
+            400,
+            "This model's maximum context length is 8192 tokens. However, you requested 9000 "
+            "tokens.",
+        )
+    )
+    with pytest.raises(ModelError) as err:
+        get_model(f"vllm:m@{server.base_url}").generate_sync("long")
+    assert err.value.kind is ErrorKind.CONTEXT_LENGTH
+    assert "does not fit the model's context (This model's maximum context length is 8192" in str(
+        err.value
+    )

@@ -23,7 +23,6 @@ context of its own and the id of the model call whose tool call made it as its p
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import traceback
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -172,20 +171,14 @@ class AgentRun:
             self.ctx.on_event(event)
 
     def _bind(self, model: Model, role: str) -> Model:
-        # A copy per run and role: models are shared by concurrent runs, and each run's calls
-        # must go to its own trajectory. A sink the caller set still gets every event.
-        bound = copy.copy(model)
-        outer = model.sink
-
+        # A view per run and role (Model.bound): models are shared by concurrent runs, and each
+        # run's calls must go to its own trajectory. A sink the caller set still gets every event.
         def sink(event: ModelCallEvent) -> None:
             labelled = self._label(event, role)
             self.usage = self.usage + labelled.usage
             self.emit(labelled)
-            if outer is not None:
-                outer(labelled)
 
-        bound.sink = sink
-        return bound
+        return model.bound(role=role, sink=sink)
 
     def _label(self, event: ModelCallEvent, role: str) -> ModelCallEvent:
         scope = _CALL.get()

@@ -28,13 +28,9 @@ from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import (
     ErrorKind,
-    GenerateConfig,
-    Message,
     Model,
     ModelConfigError,
     ModelError,
-    ModelOutput,
-    ToolSpec,
 )
 from omnilab.models.events import ModelCallEvent
 from omnilab.trajectory import (
@@ -85,37 +81,6 @@ class TaskJob(BaseModel):
     seed: int
     trajectory: Path
     workspace: Path
-
-
-class _TaskModel(Model):
-    """A per-task view of a shared model: the same adapter, cache, retries and endpoint limit,
-    but its own usage totals (for per-task cost) and a default seed. A fresh object per task
-    also keeps event sinks an agent attaches from crossing between concurrent tasks."""
-
-    def __init__(self, base: Model, seed: int) -> None:
-        super().__init__(
-            base.adapter,
-            name=base.name,
-            cache=base.cache,
-            retry=base.retry,
-            timeout_s=base.timeout_s,
-            concurrency=base.concurrency,
-            sink=base.sink,
-        )
-        self.seed = seed
-
-    async def generate(
-        self,
-        messages: str | Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None = None,
-        config: GenerateConfig | None = None,
-    ) -> ModelOutput:
-        """:meth:`Model.generate` with the task's seed unless the caller chose one."""
-        cfg = config or GenerateConfig()
-        if cfg.seed is None:
-            cfg = cfg.model_copy(update={"seed": self.seed})
-        return await super().generate(messages, tools=tools, config=cfg)
 
 
 def price_of(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:
@@ -228,8 +193,9 @@ class TaskExecutor:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
             with TrajectoryWriter(job.trajectory) as writer:
                 ctx = AgentContext(
-                    model=_TaskModel(self.model, job.seed),
-                    roles={n: _TaskModel(m, job.seed) for n, m in self.roles.items()},
+                    # Per-task views: own usage totals, the task's seed, no crossing sinks.
+                    model=self.model.bound(seed=job.seed),
+                    roles={n: m.bound(seed=job.seed) for n, m in self.roles.items()},
                     tools=self.tools,
                     budgets=self.budgets,
                     workspace=job.workspace,

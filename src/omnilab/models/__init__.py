@@ -14,6 +14,7 @@ from omnilab.models.cache import ResponseCache
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelConfigError, ModelError, ProviderError
 from omnilab.models.events import EventSink, InputSummary, ModelCallEvent
+from omnilab.models.limits import ConcurrencyPlan, concurrency_plan, lift_concurrency
 from omnilab.models.model import Model
 from omnilab.models.parsing import recover_tool_calls, split_reasoning
 from omnilab.models.registry import (
@@ -31,8 +32,11 @@ from omnilab.models.types import (
     GenerateConfig,
     Message,
     ModelOutput,
+    ResponseFormat,
+    TokenLogprob,
     ToolCall,
     ToolSpec,
+    TopLogprob,
     Usage,
 )
 
@@ -40,6 +44,7 @@ __all__ = [
     "AdapterSpec",
     "Audio",
     "Capabilities",
+    "ConcurrencyPlan",
     "Content",
     "Document",
     "ErrorKind",
@@ -59,14 +64,19 @@ __all__ = [
     "ProviderAdapter",
     "ProviderError",
     "ResponseCache",
+    "ResponseFormat",
     "RetryPolicy",
     "Text",
+    "TokenLogprob",
     "ToolCall",
     "ToolSpec",
+    "TopLogprob",
     "Usage",
     "Video",
+    "concurrency_plan",
     "default_model_name",
     "get_model",
+    "lift_concurrency",
     "parse_model_name",
     "providers",
     "recover_tool_calls",

@@ -51,3 +51,6 @@ class AdapterSpec:
     api_key: str | None = field(repr=False)
     capabilities: Capabilities
     settings: ModelSettings
+    key_hint: str = ""
+    """Where the provider's key is read from, for errors (``OPENAI_API_KEY, or
+    models.api_keys.openai in omnilab.toml``); empty for providers without keys."""

@@ -2,9 +2,11 @@
 
 The key is a SHA-256 of canonical JSON: the model name, the messages with every media part
 replaced by its content identity (inline bytes: SHA-256; files: the media cache's identity of size,
-first and last MiB, so a renamed copy hits and an edited file misses), the tools
-and the generation settings (the timeout excluded: it does not change the answer). One SQLite file
-serves concurrent processes (WAL mode, busy timeout).
+first and last MiB, so a renamed copy hits and an edited file misses), the tools, every
+generation setting that can change the answer (sampling, seed, response format, logprobs; the
+timeout is left out) and the sample index, so repeated samples of one prompt are separate
+replies while a rerun of the same sample is served from the cache. One SQLite file serves
+concurrent processes (WAL mode, busy timeout).
 """
 
 from __future__ import annotations
@@ -56,17 +58,34 @@ def _canonical_message(message: Message) -> dict[str, Any]:
     return dumped
 
 
+# Settings added after the first key version: left out of the key while at their default, so
+# caches written before they existed still answer the same requests.
+_LATER_SETTINGS = {"response_format": None, "logprobs": False, "top_logprobs": None}
+
+
 def request_key(
-    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    config: GenerateConfig,
+    *,
+    sample: int | None = None,
 ) -> str:
-    """The cache key of one request."""
-    canon = {
+    """The cache key of one request; ``sample`` is the index of a repeated sample (0 and None
+    are the same first sample)."""
+    settings = config.model_dump(mode="json", exclude={"timeout_s"})
+    for name, default in _LATER_SETTINGS.items():
+        if settings.get(name) == default:
+            del settings[name]
+    canon: dict[str, Any] = {
         "v": _KEY_VERSION,
         "model": model,
         "messages": [_canonical_message(m) for m in messages],
         "tools": [t.model_dump(mode="json") for t in tools],
-        "config": config.model_dump(mode="json", exclude={"timeout_s"}),
+        "config": settings,
     }
+    if sample:
+        canon["sample"] = sample
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -34,7 +34,8 @@ class Capabilities(BaseModel):
     tool_calls: bool = True
     """Native tool calls; otherwise tools are described in the prompt and calls parsed from text."""
     json_schema: bool = False
-    """Output can be constrained to a JSON schema (used for tool calls where native ones are absent)."""
+    """Output can be constrained to a JSON schema: a ``response_format`` is sent to the server
+    (off: the schema is described in the prompt instead)."""
     video_frames: int = Field(default=8, ge=1, le=256)
     """Frames sampled from a video when it is sent as images."""
     max_image_edge: int | None = Field(default=None, ge=16)

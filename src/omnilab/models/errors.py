@@ -37,6 +37,8 @@ class ErrorKind(StrEnum):
     BAD_RESPONSE = "bad_response"
     MEDIA = "media"
     EXHAUSTED = "exhausted"
+    CONTEXT_LENGTH = "context_length"
+    """The prompt (plus the tokens asked for) does not fit the model's context window."""
 
     @property
     def retryable(self) -> bool:
@@ -64,6 +66,9 @@ _ADVICE = {
     ),
     ErrorKind.MEDIA: "check the file and the time range or crop box of the media part",
     ErrorKind.EXHAUSTED: "the scripted model has no outputs left; add outputs to its script",
+    ErrorKind.CONTEXT_LENGTH: (
+        "shorten the conversation, ask for fewer tokens, or serve the model with a longer context"
+    ),
 }
 
 
@@ -92,12 +97,15 @@ class ProviderError(Exception):
         *,
         status: int | None = None,
         retry_after: float | None = None,
+        advice: str | None = None,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.status = status
         self.retry_after = retry_after
+        self.advice = advice
+        """What to do, when the adapter knows better than the advice of ``kind``."""
 
     def __str__(self) -> str:
         status = f"HTTP {self.status}: " if self.status is not None else ""

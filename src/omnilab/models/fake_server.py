@@ -26,6 +26,7 @@ __all__ = [
     "reply_raw",
     "reply_text",
     "reply_tool_calls",
+    "token_logprobs",
 ]
 
 
@@ -52,15 +53,42 @@ class RecordedRequest:
     """The JSON body, or the raw text if it was not JSON."""
 
 
-def _completion(message: dict[str, Any], finish: str, usage: dict[str, Any]) -> dict[str, Any]:
+def _completion(
+    message: dict[str, Any],
+    finish: str,
+    usage: dict[str, Any],
+    logprobs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    if logprobs is not None:
+        choice["logprobs"] = {"content": logprobs}
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": [choice],
         "usage": usage,
     }
+
+
+def token_logprobs(
+    *tokens: tuple[str, float], top: list[list[tuple[str, float]]] | None = None
+) -> list[dict[str, Any]]:
+    """``logprobs.content`` as OpenAI sends it: ``(token, logprob)`` per token and, if given,
+    the alternatives of each token in ``top``."""
+    alternatives = top or [[] for _ in tokens]
+    return [
+        {
+            "token": token,
+            "logprob": logprob,
+            "bytes": list(token.encode()),
+            "top_logprobs": [
+                {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alts
+            ],
+        }
+        for (token, logprob), alts in zip(tokens, alternatives, strict=True)
+    ]
 
 
 def _usage(prompt: int, completion: int, reasoning: int, cached: int) -> dict[str, Any]:
@@ -83,13 +111,16 @@ def reply_text(
     cached_tokens: int = 0,
     finish_reason: str = "stop",
     delay_s: float = 0.0,
+    logprobs: list[dict[str, Any]] | None = None,
 ) -> FakeReply:
-    """A chat completion answering ``text`` (with optional ``reasoning_content``)."""
+    """A chat completion answering ``text`` (with optional ``reasoning_content`` and
+    ``logprobs``, e.g. from :func:`token_logprobs`)."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if reasoning_content is not None:
         message["reasoning_content"] = reasoning_content
     usage = _usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
-    return FakeReply(body=_completion(message, finish_reason, usage), delay_s=delay_s)
+    body = _completion(message, finish_reason, usage, logprobs)
+    return FakeReply(body=body, delay_s=delay_s)
 
 
 def reply_tool_calls(
@@ -137,6 +168,10 @@ class FakeOpenAIServer:
         self.latency_s = latency_s
         self.default = default or reply_text("ok")
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        """Chat requests being answered now."""
+        self.peak_in_flight = 0
+        """The most chat requests that were being answered at once."""
         self._queue: list[FakeReply] = []
         self._lock = threading.Lock()
         self._httpd: _Server | None = None
@@ -170,7 +205,13 @@ class FakeOpenAIServer:
     def _next(self, request: RecordedRequest) -> FakeReply:
         with self._lock:
             self.requests.append(request)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             return self._queue.pop(0) if self._queue else self.default
+
+    def _done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def __enter__(self) -> FakeOpenAIServer:
         server = self
@@ -219,9 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
             "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
         )
         reply = self.server_ref._next(recorded)
-        wait = self.server_ref.latency_s + reply.delay_s
-        if wait > 0:
-            time.sleep(wait)
+        try:
+            wait = self.server_ref.latency_s + reply.delay_s
+            if wait > 0:
+                time.sleep(wait)
+        finally:
+            # Counted as answered before the reply goes out: the client may send its next
+            # request as soon as it reads this one.
+            self.server_ref._done()
         self._send(reply)
 
     def do_GET(self) -> None:

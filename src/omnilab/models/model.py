@@ -7,9 +7,9 @@ for every provider lives here.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
-import weakref
 from collections.abc import Sequence
 
 from omnilab.models.adapter import ProviderAdapter
@@ -17,6 +17,7 @@ from omnilab.models.cache import ResponseCache, request_key
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelError, ProviderError, redact
 from omnilab.models.events import CallInput, EventSink, ModelCallEvent, summarize_input
+from omnilab.models.limits import endpoint_limit
 from omnilab.models.parsing import postprocess
 from omnilab.models.retry import RetryExhaustedError, RetryPolicy, retrying
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
@@ -25,18 +26,13 @@ __all__ = ["Model"]
 
 log = logging.getLogger(__name__)
 
-# One semaphore per endpoint and event loop: asyncio primitives belong to the loop they first
-# wait on, and separate asyncio.run() calls (the sync API) each bring a new loop.
-_LIMITS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
 
+def _chain(first: EventSink, then: EventSink) -> EventSink:
+    def sink(event: ModelCallEvent) -> None:
+        first(event)
+        then(event)
 
-def _endpoint_limit(endpoint: str, size: int) -> asyncio.Semaphore:
-    per_loop = _LIMITS.setdefault(asyncio.get_running_loop(), {})
-    if endpoint not in per_loop:
-        per_loop[endpoint] = asyncio.Semaphore(size)
-    return per_loop[endpoint]
+    return sink
 
 
 class Model:
@@ -44,7 +40,8 @@ class Model:
 
     Usually made by :func:`omnilab.models.get_model` from a name like ``vllm:qwen@http://h/v1``.
     ``usage`` totals what was billed: each call counts once however many attempts it took, and
-    cache hits count nothing.
+    cache hits count nothing. :meth:`bound` derives a view for one run (role, event sink, seed,
+    sample index) that shares the adapter, cache, retries and endpoint limit.
     """
 
     def __init__(
@@ -56,22 +53,83 @@ class Model:
         retry: RetryPolicy | None = None,
         timeout_s: float = 120.0,
         concurrency: int = 16,
+        concurrency_source: str | None = None,
         sink: EventSink | None = None,
+        role: str | None = None,
+        seed: int | None = None,
+        sample: int | None = None,
     ) -> None:
         self.adapter = adapter
         self.name = name
         self.cache = cache
+        """The response cache; ``None`` when caching is off."""
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self.concurrency = concurrency
+        """Most calls in flight on this model's endpoint (shared with other models there)."""
+        self.concurrency_source = concurrency_source
+        """Where an explicitly set ``concurrency`` came from; ``None`` for the default, which
+        :func:`~omnilab.models.limits.lift_concurrency` may raise for a run."""
         self.sink = sink
+        self.role = role
+        """The role this view was bound to (``agent``, ``judge``, ...), if any."""
+        self.seed = seed
+        """The seed sent when a call's config sets none."""
+        self.sample = sample
+        """The index of the repeated sample this view makes (part of the cache key)."""
         self.usage = Usage()
         self.calls = 0
         """Calls answered by the provider (cache hits and failures excluded)."""
         self.cache_hits = 0
 
+    def bound(
+        self,
+        *,
+        role: str | None = None,
+        sink: EventSink | None = None,
+        inherit_sink: bool = True,
+        seed: int | None = None,
+        sample: int | None = None,
+        cache: bool | ResponseCache | None = None,
+    ) -> Model:
+        """A view of this model for one run, task or sample: the same adapter, retries,
+        timeout, endpoint limit and (unless ``cache`` says otherwise) response cache, with its
+        own usage totals.
+
+        Args:
+            role: the role the view plays (kept as ``role``); unset keeps this model's.
+            sink: receives each call's event first; the sink of this model still receives it
+                unless ``inherit_sink`` is false.
+            inherit_sink: whether events also go to this model's sink.
+            seed: sent with every call whose config sets no seed; unset keeps this model's.
+            sample: the index of a repeated sample. It is part of the response-cache key, so
+                samples 0, 1, 2 of one prompt are separate calls while a rerun of sample 1 is
+                served from the cache. Unset keeps this model's.
+            cache: ``False`` turns caching off for the view, ``True`` uses the default cache
+                (``cache_dir/models``), a :class:`ResponseCache` uses that one; unset keeps
+                this model's.
+        """
+        view = copy.copy(self)
+        view.usage = Usage()
+        view.calls = 0
+        view.cache_hits = 0
+        if role is not None:
+            view.role = role
+        if seed is not None:
+            view.seed = seed
+        if sample is not None:
+            view.sample = sample
+        if sink is not None:
+            view.sink = _chain(sink, self.sink) if inherit_sink and self.sink else sink
+        elif not inherit_sink:
+            view.sink = None
+        if cache is not None:
+            view.cache = _resolve_cache(cache)
+        return view
+
     def __repr__(self) -> str:
-        return f"Model({self.name!r})"
+        role = f", role={self.role!r}" if self.role else ""
+        return f"Model({self.name!r}{role})"
 
     @property
     def capabilities(self) -> Capabilities:
@@ -93,8 +151,14 @@ class Model:
         msgs = [Message.user(messages)] if isinstance(messages, str) else list(messages)
         tool_list = list(tools or [])
         cfg = config or GenerateConfig()
+        if cfg.seed is None and self.seed is not None:
+            cfg = cfg.model_copy(update={"seed": self.seed})
         started = time.perf_counter()
-        key = request_key(self.name, msgs, tool_list, cfg) if self.cache is not None else None
+        key = (
+            request_key(self.name, msgs, tool_list, cfg, sample=self.sample)
+            if self.cache is not None
+            else None
+        )
         if self.cache is not None and key is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -107,7 +171,7 @@ class Model:
 
         async def attempt() -> ModelOutput:
             nonlocal attempt_latency
-            async with _endpoint_limit(self.adapter.endpoint, self.concurrency):
+            async with endpoint_limit(self.adapter.endpoint).hold(self.concurrency):
                 t0 = time.perf_counter()
                 try:
                     result = await asyncio.wait_for(
@@ -129,6 +193,7 @@ class Model:
                 kind=e.error.kind,
                 status=e.error.status,
                 attempts=e.attempts,
+                advice=e.error.advice,
             )
             self._emit(
                 msgs, tool_list, cfg, started, e.attempts, error=str(error), kind=e.error.kind
@@ -153,6 +218,11 @@ class Model:
     ) -> ModelOutput:
         """:meth:`generate` for code without an event loop (not callable inside one)."""
         return asyncio.run(self.generate(messages, tools=tools, config=config))
+
+    @property
+    def cache_enabled(self) -> bool:
+        """Whether replies are kept in (and served from) a response cache."""
+        return self.cache is not None
 
     def _redact(self, text: str) -> str:
         return redact(text, self.adapter.secrets)
@@ -193,3 +263,9 @@ class Model:
             error_kind=kind,
         )
         self.sink(event)
+
+
+def _resolve_cache(cache: bool | ResponseCache) -> ResponseCache | None:
+    if isinstance(cache, ResponseCache):
+        return cache
+    return ResponseCache.default() if cache else None

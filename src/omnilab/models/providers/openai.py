@@ -23,8 +23,11 @@ from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError, ki
 from omnilab.models.parsing import parse_arguments
 from omnilab.models.providers.openai_wire import (
     has_media,
+    response_format_prompt,
     tool_prompt,
+    wire_logprobs,
     wire_messages,
+    wire_response_format,
     wire_tool_choice,
     wire_tools,
 )
@@ -42,6 +45,16 @@ __all__ = ["OpenAIAdapter", "create"]
 
 # Servers without authentication (vLLM, Ollama, ...) accept any key, but the SDK wants one.
 _NO_KEY = "EMPTY"
+
+# How servers word a prompt that does not fit (OpenAI, vLLM, SGLang, llama.cpp server, Ollama).
+_CONTEXT_PHRASES = (
+    "maximum context length",
+    "context length",
+    "context window",
+    "exceeds the available context",
+    "too many tokens",
+    "prompt is too long",
+)
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -87,6 +100,7 @@ class OpenAIAdapter:
         self.endpoint = spec.base_url
         self.capabilities = spec.capabilities
         self._api_key = spec.api_key or _NO_KEY
+        self._key_hint = spec.key_hint
         self.secrets: tuple[str, ...] = (spec.api_key,) if spec.api_key else ()
         self._timeout_s = spec.settings.timeout_s
         # The SDK's HTTP pool belongs to the event loop it was first used on, so each loop
@@ -121,10 +135,20 @@ class OpenAIAdapter:
                 body["tool_choice"] = choice
         elif tools and config.tool_choice != "none":
             body["messages"] = [{"role": "system", "content": tool_prompt(tools)}, *wire]
+        fmt = config.response_format
+        if fmt is not None and self.capabilities.json_schema:
+            body["response_format"] = wire_response_format(fmt)
+        elif fmt is not None:
+            prompt = {"role": "system", "content": response_format_prompt(fmt)}
+            body["messages"] = [prompt, *body["messages"]]
         for field in ("temperature", "top_p", "max_tokens", "stop", "seed"):
             value = getattr(config, field)
             if value is not None:
                 body[field] = value
+        if config.logprobs:
+            body["logprobs"] = True
+            if config.top_logprobs is not None:
+                body["top_logprobs"] = config.top_logprobs
         # Passed through as the user wrote it (chat_template_kwargs, top_k, ...), winning on clashes.
         body.update(config.extra_body)
         return body
@@ -148,14 +172,7 @@ class OpenAIAdapter:
                 "/chat/completions", cast_to=object, body=body, options={"timeout": timeout}
             )
         except openai.APIStatusError as e:
-            kind = kind_for_status(e.status_code)
-            detail = _error_detail(e)
-            if kind is ErrorKind.BAD_REQUEST and has_media(messages):
-                kind = ErrorKind.UNSUPPORTED_MEDIA
-                detail = f"server rejected a request with media ({detail})"
-            raise ProviderError(
-                kind, detail, status=e.status_code, retry_after=_retry_after(e.response.headers)
-            ) from None
+            raise self._status_error(e, messages) from None
         except openai.APITimeoutError:
             raise ProviderError(ErrorKind.TIMEOUT, f"no answer within {timeout:g} s") from None
         except openai.APIConnectionError as e:
@@ -168,6 +185,29 @@ class OpenAIAdapter:
                 ErrorKind.BAD_RESPONSE, f"unexpected response ({e.message})"
             ) from None
         return self._parse(response)
+
+    def _status_error(
+        self, error: openai.APIStatusError, messages: Sequence[Message]
+    ) -> ProviderError:
+        kind = kind_for_status(error.status_code)
+        detail = _error_detail(error)
+        advice = None
+        if kind is ErrorKind.AUTH and self._api_key == _NO_KEY:
+            detail = f"{self.base_url} needs an API key ({detail})"
+            advice = f"set {self._key_hint}" if self._key_hint else None
+        elif kind is ErrorKind.BAD_REQUEST and any(p in detail.lower() for p in _CONTEXT_PHRASES):
+            kind = ErrorKind.CONTEXT_LENGTH
+            detail = f"the prompt does not fit the model's context ({detail})"
+        elif kind is ErrorKind.BAD_REQUEST and has_media(messages):
+            kind = ErrorKind.UNSUPPORTED_MEDIA
+            detail = f"server rejected a request with media ({detail})"
+        return ProviderError(
+            kind,
+            detail,
+            status=error.status_code,
+            retry_after=_retry_after(error.response.headers),
+            advice=advice,
+        )
 
     def _parse(self, response: object) -> ModelOutput:
         choices = response.get("choices") if isinstance(response, dict) else None
@@ -194,6 +234,7 @@ class OpenAIAdapter:
             finish_reason=_str_or_none(first.get("finish_reason")),
             response_id=_str_or_none(response.get("id")),
             model=_str_or_none(response.get("model")),
+            logprobs=wire_logprobs(first),
         )
 
 

@@ -22,9 +22,18 @@ from omnilab.content import Audio, Content, Document, Image, Text, Video
 from omnilab.media.errors import MediaError
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ProviderError
-from omnilab.models.types import Message, ToolSpec
+from omnilab.models.types import Message, ResponseFormat, TokenLogprob, ToolSpec, TopLogprob
 
-__all__ = ["has_media", "tool_prompt", "wire_messages", "wire_tool_choice", "wire_tools"]
+__all__ = [
+    "has_media",
+    "response_format_prompt",
+    "tool_prompt",
+    "wire_logprobs",
+    "wire_messages",
+    "wire_response_format",
+    "wire_tool_choice",
+    "wire_tools",
+]
 
 _SENDABLE_IMAGES = {"image/png", "image/jpeg", "image/webp", "image/gif"}
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -261,3 +270,56 @@ def tool_prompt(tools: Sequence[ToolSpec]) -> str:
         "To call one, answer with exactly one block per call:\n"
         '<tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>'
     )
+
+
+def wire_response_format(fmt: ResponseFormat) -> dict[str, Any]:
+    """The ``response_format`` field asking for JSON that matches a schema."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
+    }
+
+
+def response_format_prompt(fmt: ResponseFormat) -> str:
+    """A system-prompt section asking for JSON output, for models whose output cannot be
+    constrained to a schema (capability flag ``json_schema`` off)."""
+    return (
+        "Answer with one JSON value only (no other text, no code fence) that matches this "
+        f"JSON schema:\n{json.dumps(fmt.json_schema)}"
+    )
+
+
+def _alternatives(raw: object) -> list[TopLogprob]:
+    if not isinstance(raw, list):
+        return []
+    return [
+        TopLogprob(token=alt["token"], logprob=float(alt["logprob"]))
+        for alt in raw
+        if isinstance(alt, dict)
+        and isinstance(alt.get("token"), str)
+        and isinstance(alt.get("logprob"), int | float)
+    ]
+
+
+def wire_logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
+    """The per-token log probabilities of a chat-completion choice (``logprobs.content``), or
+    ``None`` when the server sent none."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return None
+    tokens: list[TokenLogprob] = []
+    for item in content:
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
+            continue
+        logprob = item.get("logprob")
+        if not isinstance(logprob, int | float):
+            continue
+        tokens.append(
+            TokenLogprob(
+                token=item["token"],
+                logprob=float(logprob),
+                top_logprobs=_alternatives(item.get("top_logprobs")),
+            )
+        )
+    return tokens

@@ -15,6 +15,11 @@ A file holds a list, or ``{"outputs": [...]}``, of steps in short form::
 Each call takes the next step; running out is an error, so a test sees extra calls. A file of the
 form ``{"outputs": [...], "repeat": true}`` starts again from the first step instead, so one
 script can serve every task of an evaluation run (e.g. a judge that always says ``Correct``).
+
+A call with a ``response_format`` is honoured as a constrained server would: a scripted answer
+that is not JSON matching the schema fails the call (``bad_response``) instead of reaching the
+caller, so a test sees a script that breaks its own contract. Logprobs are returned when the
+step's output carries them (``{"output": {..., "logprobs": [...]}}``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError, ki
 from omnilab.models.events import EventSink
 from omnilab.models.model import Model
 from omnilab.models.retry import RetryPolicy
+from omnilab.models.structured import schema_problem
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 
 __all__ = [
@@ -264,9 +270,9 @@ class ScriptedAdapter:
             )
         step = self._queue.pop(0)
         if isinstance(step, OutputStep):
-            return step.output
+            return _conform(step.output, config)
         if isinstance(step, MalformedStep):
-            return ModelOutput.from_text(step.text)
+            return _conform(ModelOutput.from_text(step.text), config)
         if isinstance(step, ErrorStep):
             raise ProviderError(
                 kind_for_status(step.status),
@@ -277,6 +283,21 @@ class ScriptedAdapter:
         if step.seconds is not None:
             await asyncio.sleep(step.seconds)
         raise ProviderError(ErrorKind.TIMEOUT, "scripted timeout")
+
+
+def _conform(output: ModelOutput, config: GenerateConfig) -> ModelOutput:
+    fmt = config.response_format
+    if fmt is not None and not output.tool_calls:
+        problem = schema_problem(output.text, fmt.json_schema)
+        if problem is not None:
+            raise ProviderError(
+                ErrorKind.BAD_RESPONSE,
+                f"scripted output breaks the response format: {problem}",
+                advice="make the script's answer JSON that matches the schema asked for",
+            )
+    if not config.logprobs and output.logprobs is not None:
+        output = output.model_copy(update={"logprobs": None})
+    return output
 
 
 def scripted_model(
