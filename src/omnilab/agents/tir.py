@@ -207,7 +207,7 @@ class _Run:
         messages: list[Message] = []
         self._add(messages, Message.system(render(_SYSTEM[variant])))
         parts = await first_message_parts(
-            self.task.question, inputs, mode, model.capabilities, self.ctx.workspace
+            self.task, inputs, mode, model.capabilities, self.ctx.workspace
         )
         self._add(messages, Message(role="user", content=parts))
         specs = [t.spec for t in tools]

@@ -10,8 +10,10 @@
 - ``evidence``: for text-only models, a text digest of the media (transcript, audio events,
   shots, on-screen text) plus read_* tools that answer in text.
 
-Every mode starts with the input listing (ids, kinds, durations) and ends with the question.
-Plain-text inputs are given as text in every mode: every model reads text.
+Every mode starts with the input listing (ids, kinds, durations, which file each id is) and ends
+with the question, stated with its options and answer format (:mod:`omnilab.agents.question`).
+Plain-text inputs are given as text in every mode: every model reads text. No host path ever
+reaches a prompt: media are named by input id (and time range) only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import asyncio
 from pathlib import Path
 from typing import Literal
 
-from omnilab.agents.base import AgentConfigError
+from omnilab.agents.base import AgentConfigError, AgentTask
+from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
 from omnilab.content import Audio, Content, Image, MediaContent, Text, Video
 from omnilab.errors import OmnilabError
@@ -218,6 +221,11 @@ async def _evidence(inputs: InputSet) -> Text:
         evidence = await asyncio.to_thread(digest, media)
     except OmnilabError as e:
         return Text(text=f"(the media could not be analysed: {e})")
+    # The contact sheets are files in the media cache: their paths mean nothing to the model
+    # and would show it the host's folders.
+    evidence = evidence.model_copy(
+        update={"files": [f.model_copy(update={"sheet": None}) for f in evidence.files]}
+    )
     markdown = evidence.to_markdown()
     for f in inputs:  # the model knows files by id: name them so in the digest
         markdown = markdown.replace(f"## {f.path.name}\n", f"## {f.id} ({f.path.name})\n", 1)
@@ -225,9 +233,13 @@ async def _evidence(inputs: InputSet) -> Text:
 
 
 async def first_message_parts(
-    question: str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
+    task: AgentTask | str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
 ) -> list[Content]:
-    """The content of the first user message for ``mode`` (views are written to workspace)."""
+    """The content of the first user message for ``mode`` (views are written to workspace).
+
+    Given the task, the question is stated with its options and answer format
+    (:func:`~omnilab.agents.question.question_text`); a bare string is sent as it is.
+    """
     parts: list[Content] = [Text(text=inputs.listing())]
     parts += [_text_part(f) for f in inputs if f.kind == "text"]
     if mode == "native":
@@ -246,5 +258,5 @@ async def first_message_parts(
         for f in inputs:
             if f.kind in _MEDIA:
                 parts += await asyncio.to_thread(_one_modality, f, mode, views)
-    parts.append(Text(text=question))
+    parts.append(Text(text=question_text(task)))
     return parts
