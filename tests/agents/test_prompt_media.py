@@ -90,7 +90,13 @@ READS = (
 @pytest.mark.parametrize(
     ("model", "mode", "tools", "calls", "perception"),
     [
-        (OMNI, "native", ["read_video", "read_audio", "read_image"], READS, None),
+        (
+            OMNI,
+            "native",
+            ["read_video", "read_audio", "read_image", "code_executor"],
+            (*READS, ("code_executor", {"code": "open('out.txt', 'w').write('x'); print(2 + 2)"})),
+            None,
+        ),
         (VISION, "active", None, READS, None),
         (TEXT, "evidence", None, READS, None),
         (
