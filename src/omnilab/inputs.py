@@ -69,7 +69,8 @@ class InputFile(BaseModel):
     file then got a suffixed id, see :func:`unique_ids`)."""
 
     def probe(self) -> MediaInfo:
-        """The file's media facts; a missing file's error names the id, never the path."""
+        """The file's media facts; an error names the id and file name, never the path (its
+        message goes to the model)."""
         from omnilab.media.errors import MediaError, MediaErrorCode
         from omnilab.media.probe import probe
 
@@ -79,7 +80,18 @@ class InputFile(BaseModel):
                 f"{self.id} ({self.path.name}) is not available: its file is missing",
                 path=self.path,
             )
-        return probe(self.path)
+        try:
+            return probe(self.path)
+        except MediaError as e:
+            named = self.redact(e.message)
+            if named == e.message:
+                raise
+            raise MediaError(e.code, named, path=e.path) from None
+
+    def redact(self, text: str) -> str:
+        """``text`` with this file's path replaced by its id and file name (for messages that
+        go to a model, which must never see host paths)."""
+        return text.replace(str(self.path), f"{self.id} ({self.path.name})")
 
     def content(self) -> MediaContent:
         """The file as a message content part (text files are sent as documents)."""

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from omnilab.agents import AgentContext, AgentTask, Budgets, get_agent
-from omnilab.inputs import InputSet
+from omnilab.inputs import InputFile, InputSet
 from omnilab.models import get_model
 from omnilab.models.fake_server import FakeOpenAIServer, reply_text, reply_tool_calls
 from omnilab.trajectory import Trajectory, TrajectoryWriter
@@ -63,11 +63,13 @@ def run(
     *,
     tools: list[str] | None = None,
     perception: str | None = None,
+    extra: tuple[InputFile, ...] = (),
     **options: object,
 ) -> Trajectory:
     agent_model = get_model(f"vllm:{model}@{server.base_url}")
     roles = {"perception": get_model(f"vllm:{perception}@{server.base_url}")} if perception else {}
-    task = AgentTask(id="t", question="What happens?", inputs=list(InputSet.from_paths(files)))
+    inputs = list(InputSet.from_paths(files))
+    task = AgentTask(id="t", question="What happens?", inputs=[*inputs, *extra])
     with TrajectoryWriter(tmp_path / f"run-{len(server.requests)}.jsonl") as writer:
         ctx = AgentContext(
             model=agent_model,
@@ -207,3 +209,24 @@ def test_parallel_tool_results_stay_together_before_their_media(
     image_turn = messages[-1]["content"]
     assert image_turn[1] == {"type": "text", "text": "image_1 (320x240):"}
     assert image_turn[2]["type"] == "image_url"
+
+
+@pytest.mark.parametrize(("model", "mode"), [(VISION, "active"), (TEXT, "evidence")])
+def test_unreadable_inputs_are_named_by_id_not_path(
+    model: str, mode: str, tmp_path: Path, image_file: Path
+) -> None:
+    folder = tmp_path / "deep" / "clip.mp4"  # a folder where the dataset says a video is
+    folder.mkdir(parents=True)
+    broken = InputFile(id="video_x", kind="video", path=folder, given="videos/clip.mp4")
+    with FakeOpenAIServer() as server:
+        server.push(
+            reply_tool_calls(("read_video", {"video_id": "video_x", "t_start": 0, "t_end": 1})),
+            reply_text("<answer>a</answer>"),
+        )
+        trajectory = run(server, model, [image_file], tmp_path, extra=(broken,), mode=mode)
+        (result,) = trajectory.tool_results
+        assert result.result.error is not None
+        assert "video_x (clip.mp4) is a directory" in result.result.error.message
+        listing = "\n".join(wire_texts({"messages": server.body(0)["messages"][1:2]}))
+        assert "video_x: video, file clip.mp4, unreadable" in listing
+        assert host_paths(server, [tmp_path]) == []

@@ -144,7 +144,6 @@ def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
     # Imported here: the media stack (PyAV, Pillow) is needed only when a view is made.
     from omnilab.media.errors import MediaError
     from omnilab.media.image import load_image, resize
-    from omnilab.media.probe import probe
     from omnilab.media.sheet import video_sheet
 
     try:
@@ -161,13 +160,13 @@ def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
             note = f"[{f.id}: shrunk to at most {_IMAGE_EDGE} px; use read_image for detail]"
             return [Text(text=note), Image(path=out)]
         if f.kind == "audio" and caps.audio:
-            duration = probe(f.path).duration or 0.0
+            duration = f.probe().duration or 0.0
             if duration <= _AUDIO_SECONDS:
                 return [Text(text=f"[{f.id}]"), Audio(path=f.path)]
             note = f"[{f.id}: first {_AUDIO_SECONDS:g} s; use read_audio for the rest]"
             return [Text(text=note), Audio(path=f.path, start=0.0, end=_AUDIO_SECONDS)]
     except MediaError as e:
-        return [Text(text=f"[{f.id}: no preview ({e.code}: {e.message})]")]
+        return [Text(text=f"[{f.id}: no preview ({e.code}: {f.redact(e.message)})]")]
     return []
 
 
@@ -175,7 +174,6 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     """The single-modality view of one file: pictures only, or sound only."""
     from omnilab.config import get_settings
     from omnilab.media.errors import MediaError
-    from omnilab.media.probe import probe
     from omnilab.media.video import frames
 
     if mode == "vision-as-tool":
@@ -194,11 +192,11 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
         return [Text(text=f"[{f.id}]"), f.content()]
     settings = get_settings().perception_tools
     try:
-        duration = probe(f.path).duration or 0.0
+        duration = f.probe().duration or 0.0
         n = max(1, min(settings.video_max_frames, round(duration * settings.video_fps)))
         shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
     except MediaError as e:
-        return [Text(text=f"[{f.id}: no frames ({e.code}: {e.message})]")]
+        return [Text(text=f"[{f.id}: no frames ({e.code}: {f.redact(e.message)})]")]
     views.mkdir(parents=True, exist_ok=True)
     parts: list[Content] = [
         Text(text=f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]")
@@ -220,7 +218,10 @@ async def _evidence(inputs: InputSet) -> Text:
         # Minutes of decoding and recognition for long files: keep the event loop free.
         evidence = await asyncio.to_thread(digest, media)
     except OmnilabError as e:
-        return Text(text=f"(the media could not be analysed: {e})")
+        message = str(e)
+        for f in inputs:
+            message = f.redact(message)
+        return Text(text=f"(the media could not be analysed: {message})")
     # The contact sheets are files in the media cache: their paths mean nothing to the model
     # and would show it the host's folders.
     evidence = evidence.model_copy(
