@@ -14,6 +14,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from omnilab.agents import TaskInfo, get_agent
+from omnilab.agents.question import question_text
 from omnilab.bench import Task, load_dataset
 from omnilab.bench.agent_task import agent_task
 from omnilab.bench.executor import TaskExecutor, TaskJob
@@ -64,6 +65,20 @@ def test_agent_tasks_carry_options_type_and_duration_but_no_answers(bench_data: 
     info = agent_task(choice).metadata
     assert info.benchmark == "mcq" and info.options == {"A": "Paris", "B": "Rome"}
     assert info.question_type is None  # "category" is a grouping label, not a question type
+
+
+def test_a_generic_dataset_states_its_own_answer_format(tmp_path: Path) -> None:
+    data = tmp_path / "generic.jsonl"
+    records = [
+        {"id": "g1", "question": "How far?", "answer": "3.2", "metadata": {"answer_format": "km"}},
+        {"id": "g2", "question": "Which?", "answer": "A", "options": ["A. x", "B. y"]},
+        {"id": "g3", "question": "When?", "answer": "[[1, 2]]", "spans": [[1, 2]]},
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    tasks = {t.id: agent_task(t) for t in load_dataset("jsonl", data).tasks}
+    assert question_text(tasks["g1"]) == "How far?\nAnswer format: km"
+    assert question_text(tasks["g2"]).endswith("Question: Which?\nChoices: A. x\nB. y")
+    assert question_text(tasks["g3"]) == "When?"  # its spans are the answer: never stated
 
 
 def run_eval(*args: str | Path) -> None:
