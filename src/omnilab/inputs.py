@@ -29,6 +29,7 @@ __all__ = [
     "InputNotFound",
     "InputSet",
     "guess_kind",
+    "unique_ids",
 ]
 
 FileKind = Literal["video", "audio", "image", "text", "document"]
@@ -63,9 +64,13 @@ class InputFile(BaseModel):
     """Where the file is expected: the dataset's path resolved against the media root."""
     given: str
     """The path exactly as the dataset (or the user) wrote it."""
+    renamed_from: str | None = None
+    """The id the dataset gave this file when another input of the task already had it (the
+    file then got a suffixed id, see :func:`unique_ids`)."""
 
     def probe(self) -> MediaInfo:
-        """The file's media facts; a missing file's error names the id, never the path."""
+        """The file's media facts; an error names the id and file name, never the path (its
+        message goes to the model)."""
         from omnilab.media.errors import MediaError, MediaErrorCode
         from omnilab.media.probe import probe
 
@@ -75,7 +80,18 @@ class InputFile(BaseModel):
                 f"{self.id} ({self.path.name}) is not available: its file is missing",
                 path=self.path,
             )
-        return probe(self.path)
+        try:
+            return probe(self.path)
+        except MediaError as e:
+            named = self.redact(e.message)
+            if named == e.message:
+                raise
+            raise MediaError(e.code, named, path=e.path) from None
+
+    def redact(self, text: str) -> str:
+        """``text`` with this file's path replaced by its id and file name (for messages that
+        go to a model, which must never see host paths)."""
+        return text.replace(str(self.path), f"{self.id} ({self.path.name})")
 
     def content(self) -> MediaContent:
         """The file as a message content part (text files are sent as documents)."""
@@ -86,6 +102,32 @@ class InputFile(BaseModel):
         if self.kind == "image":
             return Image(path=self.path)
         return Document(path=self.path)
+
+
+def unique_ids(files: Sequence[InputFile]) -> list[InputFile]:
+    """``files`` with ids unique within the task: the first file keeps a repeated id, the later
+    ones get ``_1``, ``_2``, ... (the next suffix no other input has), in order, so the same
+    files always get the same ids. Renamed files record the dataset's id in ``renamed_from``.
+
+    Real data repeats ids (OmniGAIA item 304 names ``videos/X.mp4`` and ``videos/X_1.mp4`` both
+    ``video_X``); the suffix follows the usual ``X``, ``X_1``, ``X_2`` file naming.
+    """
+    taken = {f.id for f in files}
+    seen: set[str] = set()
+    out: list[InputFile] = []
+    for f in files:
+        if f.id not in seen:
+            seen.add(f.id)
+            out.append(f)
+            continue
+        n = 1
+        while f"{f.id}_{n}" in taken:
+            n += 1
+        new_id = f"{f.id}_{n}"
+        taken.add(new_id)
+        seen.add(new_id)
+        out.append(f.model_copy(update={"id": new_id, "renamed_from": f.renamed_from or f.id}))
+    return out
 
 
 class InputNotFound(OmnilabError):  # noqa: N818  (the contract other modules code against)
@@ -127,12 +169,8 @@ class InputSet:
     """The inputs of one task, addressable by id or file name only."""
 
     def __init__(self, files: Sequence[InputFile]) -> None:
-        seen: set[str] = set()
-        for f in files:
-            if f.id in seen:
-                raise ValueError(f"two inputs have the id {f.id!r}")
-            seen.add(f.id)
-        self._files = list(files)
+        # A repeated id would make a tool call ambiguous: later files get a suffix.
+        self._files = unique_ids(files)
 
     @classmethod
     def from_paths(cls, paths: Sequence[str | Path]) -> InputSet:
@@ -237,6 +275,8 @@ def _describe(f: InputFile) -> str:
     from omnilab.media.errors import MediaError, fmt_s
 
     head = f"{f.id}: {f.kind}, file {f.path.name}"
+    if f.renamed_from is not None:
+        head += f" (the task gave it the id {f.renamed_from}, which an earlier input has)"
     if f.kind not in ("video", "audio", "image"):
         try:
             return f"{head}, {_size(f.path.stat().st_size)}"

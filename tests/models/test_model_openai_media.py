@@ -175,7 +175,13 @@ def test_media_in_tool_results_follows_as_a_user_turn(
     ]
     get_model(f"vllm:Qwen/Qwen2.5-VL-7B@{server.base_url}").generate_sync(history)
     wire = server.body()["messages"]
-    assert wire[2] == {"role": "tool", "tool_call_id": "call_1", "content": "cropped:"}
+    # The label before the image travels with it; the tool message says where it went.
+    assert wire[2] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "[media follow in the next message]",
+    }
     assert wire[3]["role"] == "user"
-    assert [p["type"] for p in wire[3]["content"]] == ["text", "image_url"]
+    assert [p["type"] for p in wire[3]["content"]] == ["text", "text", "image_url"]
+    assert wire[3]["content"][1] == {"type": "text", "text": "cropped:"}
     assert json.dumps(wire[3]).count("call_1") == 1

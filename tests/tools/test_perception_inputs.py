@@ -122,10 +122,9 @@ def test_a_file_name_shared_by_two_inputs_must_be_named_by_id(tmp_path: Path, vi
     assert both.resolve("video_2").path.parent.name == "b"
 
 
-def test_duplicate_ids_are_a_programming_error(video: Path) -> None:
+def test_repeated_ids_get_a_suffix(video: Path) -> None:
     f = InputFile(id="x", kind="video", path=video, given=str(video))
-    with pytest.raises(ValueError, match="two inputs have the id 'x'"):
-        InputSet([f, f])
+    assert InputSet([f, f]).ids() == ["x", "x_1"]
 
 
 def test_listing_has_id_kind_duration_size_and_audio(inputs: InputSet) -> None:

@@ -17,6 +17,7 @@ from omnilab.agents.base import (
     EventHook,
 )
 from omnilab.agents.registry import agent_names, get_agent, register_agent
+from omnilab.agents.task_info import TaskInfo
 
 __all__ = [
     "Agent",
@@ -25,6 +26,7 @@ __all__ = [
     "AgentTask",
     "Budgets",
     "EventHook",
+    "TaskInfo",
     "agent_names",
     "extract_answer",
     "final_answer",

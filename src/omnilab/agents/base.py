@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from omnilab.agents.task_info import TaskInfo
 from omnilab.errors import OmnilabError
-from omnilab.inputs import InputFile
+from omnilab.inputs import InputFile, unique_ids
 from omnilab.models.model import Model
 from omnilab.trajectory import Event, Trajectory, TrajectoryWriter
 
@@ -45,6 +46,14 @@ class AgentTask(BaseModel):
     id: str
     question: str
     inputs: list[InputFile] = Field(default_factory=list)
+    """The input files; a repeated id gets a suffix (:func:`omnilab.inputs.unique_ids`)."""
+    metadata: TaskInfo = Field(default_factory=TaskInfo)
+    """What the agent must tell its model besides the question (options, answer format)."""
+
+    @field_validator("inputs")
+    @classmethod
+    def _unique_ids(cls, inputs: list[InputFile]) -> list[InputFile]:
+        return unique_ids(inputs)
 
 
 class Budgets(BaseModel):

@@ -130,7 +130,7 @@ class _Loop:
         run.add(chat, Message.system(render(_SYSTEM[self.variant])))
         model = run.models["agent"]
         parts = await first_message_parts(
-            task.question, self.inputs, self.mode, model.capabilities, run.ctx.workspace
+            task, self.inputs, self.mode, model.capabilities, run.ctx.workspace
         )
         run.add(chat, Message(role="user", content=parts))
         while run.turns < run.budgets.max_turns:

@@ -10,8 +10,10 @@
 - ``evidence``: for text-only models, a text digest of the media (transcript, audio events,
   shots, on-screen text) plus read_* tools that answer in text.
 
-Every mode starts with the input listing (ids, kinds, durations) and ends with the question.
-Plain-text inputs are given as text in every mode: every model reads text.
+Every mode starts with the input listing (ids, kinds, durations, which file each id is) and ends
+with the question, stated with its options and answer format (:mod:`omnilab.agents.question`).
+Plain-text inputs are given as text in every mode: every model reads text. No host path ever
+reaches a prompt: media are named by input id (and time range) only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import asyncio
 from pathlib import Path
 from typing import Literal
 
-from omnilab.agents.base import AgentConfigError
+from omnilab.agents.base import AgentConfigError, AgentTask
+from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
 from omnilab.content import Audio, Content, Image, MediaContent, Text, Video
 from omnilab.errors import OmnilabError
@@ -141,7 +144,6 @@ def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
     # Imported here: the media stack (PyAV, Pillow) is needed only when a view is made.
     from omnilab.media.errors import MediaError
     from omnilab.media.image import load_image, resize
-    from omnilab.media.probe import probe
     from omnilab.media.sheet import video_sheet
 
     try:
@@ -158,13 +160,13 @@ def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
             note = f"[{f.id}: shrunk to at most {_IMAGE_EDGE} px; use read_image for detail]"
             return [Text(text=note), Image(path=out)]
         if f.kind == "audio" and caps.audio:
-            duration = probe(f.path).duration or 0.0
+            duration = f.probe().duration or 0.0
             if duration <= _AUDIO_SECONDS:
                 return [Text(text=f"[{f.id}]"), Audio(path=f.path)]
             note = f"[{f.id}: first {_AUDIO_SECONDS:g} s; use read_audio for the rest]"
             return [Text(text=note), Audio(path=f.path, start=0.0, end=_AUDIO_SECONDS)]
     except MediaError as e:
-        return [Text(text=f"[{f.id}: no preview ({e.code}: {e.message})]")]
+        return [Text(text=f"[{f.id}: no preview ({e.code}: {f.redact(e.message)})]")]
     return []
 
 
@@ -172,7 +174,6 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     """The single-modality view of one file: pictures only, or sound only."""
     from omnilab.config import get_settings
     from omnilab.media.errors import MediaError
-    from omnilab.media.probe import probe
     from omnilab.media.video import frames
 
     if mode == "vision-as-tool":
@@ -191,11 +192,11 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
         return [Text(text=f"[{f.id}]"), f.content()]
     settings = get_settings().perception_tools
     try:
-        duration = probe(f.path).duration or 0.0
+        duration = f.probe().duration or 0.0
         n = max(1, min(settings.video_max_frames, round(duration * settings.video_fps)))
         shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
     except MediaError as e:
-        return [Text(text=f"[{f.id}: no frames ({e.code}: {e.message})]")]
+        return [Text(text=f"[{f.id}: no frames ({e.code}: {f.redact(e.message)})]")]
     views.mkdir(parents=True, exist_ok=True)
     parts: list[Content] = [
         Text(text=f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]")
@@ -217,7 +218,15 @@ async def _evidence(inputs: InputSet) -> Text:
         # Minutes of decoding and recognition for long files: keep the event loop free.
         evidence = await asyncio.to_thread(digest, media)
     except OmnilabError as e:
-        return Text(text=f"(the media could not be analysed: {e})")
+        message = str(e)
+        for f in inputs:
+            message = f.redact(message)
+        return Text(text=f"(the media could not be analysed: {message})")
+    # The contact sheets are files in the media cache: their paths mean nothing to the model
+    # and would show it the host's folders.
+    evidence = evidence.model_copy(
+        update={"files": [f.model_copy(update={"sheet": None}) for f in evidence.files]}
+    )
     markdown = evidence.to_markdown()
     for f in inputs:  # the model knows files by id: name them so in the digest
         markdown = markdown.replace(f"## {f.path.name}\n", f"## {f.id} ({f.path.name})\n", 1)
@@ -225,9 +234,13 @@ async def _evidence(inputs: InputSet) -> Text:
 
 
 async def first_message_parts(
-    question: str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
+    task: AgentTask | str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
 ) -> list[Content]:
-    """The content of the first user message for ``mode`` (views are written to workspace)."""
+    """The content of the first user message for ``mode`` (views are written to workspace).
+
+    Given the task, the question is stated with its options and answer format
+    (:func:`~omnilab.agents.question.question_text`); a bare string is sent as it is.
+    """
     parts: list[Content] = [Text(text=inputs.listing())]
     parts += [_text_part(f) for f in inputs if f.kind == "text"]
     if mode == "native":
@@ -246,5 +259,5 @@ async def first_message_parts(
         for f in inputs:
             if f.kind in _MEDIA:
                 parts += await asyncio.to_thread(_one_modality, f, mode, views)
-    parts.append(Text(text=question))
+    parts.append(Text(text=question_text(task)))
     return parts

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab.agents.base import Agent, AgentConfigError, AgentContext, AgentTask, Budgets
+from omnilab.agents.base import Agent, AgentConfigError, AgentContext, Budgets
+from omnilab.bench.agent_task import agent_task as to_agent_task
 from omnilab.bench.errors import BenchError
 from omnilab.bench.rescore import score_result
 from omnilab.bench.results import TaskResult
@@ -185,9 +186,7 @@ class TaskExecutor:
         """The agent's trajectory (read back from disk when the agent failed) and why the run
         failed, if it did."""
         job.workspace.mkdir(parents=True, exist_ok=True)
-        agent_task = AgentTask(
-            id=job.task.id, question=job.task.question, inputs=list(job.task.files)
-        )
+        agent_task = to_agent_task(job.task)
         started = time.perf_counter()
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.

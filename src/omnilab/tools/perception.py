@@ -17,7 +17,7 @@ What comes back depends on the model's :class:`~omnilab.models.Capabilities`:
 Times are whole seconds in the schema; ``t_end`` up to the next whole second past the end reads
 as "to the end", since a model cannot name a fractional duration. Derived files (frames, audio
 segments, crops) go to ``workspace/perception/`` when a workspace is given, else to the media
-cache.
+cache; the model never sees where: results name media by input id and time range only.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ class _Reader:
         require_video(info)
         limit = get_settings().media.max_clip_seconds if self.caps.video else None
         s, e = segment(f, info, t_start, t_end, max_seconds=limit)
-        where = f"{f.id} ({f.path.name}) from {fmt_s(s)} to {fmt_s(e)}"
+        where = f"{f.id} from {fmt_s(s)} to {fmt_s(e)}"
         if self.caps.video:
             sound = "with its audio" if info.has_audio else "no audio track"
             return [Text(text=f"{where}, as video ({sound})"), Video(path=f.path, start=s, end=e)]
@@ -215,7 +215,7 @@ class _Reader:
         require_audio(info)
         s, e = segment(f, info, t_start, t_end, max_seconds=None)
         track = " (the video's audio track)" if f.kind == "video" else ""
-        where = f"{f.id} ({f.path.name}){track} from {fmt_s(s)} to {fmt_s(e)}"
+        where = f"{f.id}{track} from {fmt_s(s)} to {fmt_s(e)}"
         if self.caps.audio:
             wav = self.store.audio(f, s, e)
             return [Text(text=f"{where}:"), Audio(path=wav, mime_type="audio/wav")]
@@ -239,7 +239,7 @@ class _Reader:
 
     def _image(self, f: InputFile, crop_box: list[float] | None) -> list[Content]:
         info = f.probe()
-        where = f"{f.id} ({f.path.name}, {info.width}x{info.height})"
+        where = f"{f.id} ({info.width}x{info.height})"
         if crop_box is None and self.caps.image:
             return [Text(text=f"{where}:"), Image(path=f.path)]
         picture = load_image(f.path)

@@ -80,9 +80,7 @@ def _vision_parts(f: InputFile, store: MediaStore, count: int, edge: int | None)
     duration = info.duration or 0.0
     # Frame centres of equal slices: never the black first frame or the last partial one.
     times = [duration * (i + 0.5) / count for i in range(count)]
-    parts: list[Content] = [
-        Text(text=f"{count} frames of {f.path.name}, each preceded by its time:")
-    ]
+    parts: list[Content] = [Text(text=f"{count} frames of {f.id}, each preceded by its time:")]
     for shot in frames_at(f.path, times, max_edge=edge):
         params: dict[str, object] = {"t": shot.requested, "edge": edge}
         name = f"{f.id}_qa_t{shot.requested:.3f}_e{edge}.jpg"

@@ -206,22 +206,25 @@ def wire_messages(
 ) -> list[dict[str, Any]]:
     """The ``messages`` field of a chat-completions request."""
     wire: list[dict[str, Any]] = []
+    # User turns with the media of tool results wait until the run of tool messages ends: the
+    # API wants every tool message right after the assistant message that made the calls.
+    media_turns: list[dict[str, Any]] = []
     for message in messages:
         parts = [w for p in message.content for w in _part(p, caps, model)]
         if message.role == "tool":
-            texts = [p for p in parts if p["type"] == "text"]
-            media = [p for p in parts if p["type"] != "text"]
+            head, rest = _split_tool_parts(parts)
             wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(texts)}
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(head)}
             )
-            if media:
-                # Tool messages carry text only; media a tool returned follow as a user turn.
+            if rest:
                 note = {
                     "type": "text",
                     "text": f"[media returned by tool call {message.tool_call_id}]",
                 }
-                wire.append({"role": "user", "content": [note, *media]})
+                media_turns.append({"role": "user", "content": [note, *rest]})
             continue
+        wire += media_turns
+        media_turns = []
         entry: dict[str, Any] = {"role": message.role, "content": _content(parts)}
         if message.role == "assistant" and message.tool_calls:
             entry["content"] = _content(parts) or None
@@ -234,7 +237,22 @@ def wire_messages(
                 for call in message.tool_calls
             ]
         wire.append(entry)
-    return wire
+    return wire + media_turns
+
+
+def _split_tool_parts(
+    parts: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A tool result's wire parts as (tool message, media turn). Tool messages carry text
+    only, so the media follow in a user turn together with the text between them, from the
+    label of the first one on: each frame keeps the label (its time) the tool put before it."""
+    first = next((i for i, p in enumerate(parts) if p["type"] != "text"), len(parts))
+    if first == len(parts):
+        return parts, []
+    if first > 0:
+        first -= 1
+    head = [*parts[:first], {"type": "text", "text": "[media follow in the next message]"}]
+    return head, parts[first:]
 
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
