@@ -23,6 +23,7 @@ from omnilab.inputs import InputSet
 from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.types import GenerateConfig
+from omnilab.tools.base import Tool
 from omnilab.trajectory import RunStatus, Trajectory, TrajectoryWriter
 
 __all__ = ["AskResult", "ask", "ask_async", "new_run_dir"]
@@ -62,7 +63,7 @@ async def ask_async(
     agent: str = "tir",
     mode: str | None = None,
     variant: str | None = None,
-    tools: Sequence[str] | None = None,
+    tools: Sequence[str | Tool] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
@@ -76,8 +77,9 @@ async def ask_async(
 
     ``model`` is a name (``provider:model[@base_url]``) or a :class:`Model`; default the
     configured one, else the embedded ``local:smollm2``. ``mode``/``variant`` go to the agent
-    (default: chosen from the model's capabilities); ``tools`` names the tools to offer
-    (default: the agent's set). ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
+    (default: chosen from the model's capabilities); ``tools`` are the tools to offer: names,
+    ``module:attr`` or :class:`~omnilab.tools.Tool` objects (default: the agent's set).
+    ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
     ``on_event`` sees every event as it is written (live views).
 
     Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing file,
@@ -145,7 +147,7 @@ def ask(
     agent: str = "tir",
     mode: str | None = None,
     variant: str | None = None,
-    tools: Sequence[str] | None = None,
+    tools: Sequence[str | Tool] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,

@@ -33,6 +33,7 @@ from omnilab.models.events import ModelCallEvent
 from omnilab.models.model import Model
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 from omnilab.tools.base import Tool
+from omnilab.tools.registry import tool_name
 from omnilab.trajectory import (
     AnswerEvent,
     ErrorEvent,
@@ -56,7 +57,7 @@ _FORCED: dict[Variant, str] = {"base": "forced_final_base", "omniatlas": "forced
 class TirOptions(BaseModel):
     """Options of the ``tir`` agent (``get_agent("tir", **options)``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     variant: Variant | None = None
     """System prompt: ``base`` or ``omniatlas``; default ``omniatlas`` in modes that offer the
@@ -74,6 +75,7 @@ class TirAgent:
     """The OmniGAIA tool-integrated reasoning agent (see the module docstring)."""
 
     name = "tir"
+    options_model = TirOptions
 
     def __init__(self, **options: object) -> None:
         try:
@@ -144,13 +146,14 @@ class _Run:
         variant: Variant = opts.variant or (
             "omniatlas" if mode in ("active", "evidence") else "base"
         )
-        names = list(ctx.tools) if ctx.tools is not None else default_tools(mode, inputs)
-        check_tool_names(names)
+        refs = list(ctx.tools) if ctx.tools is not None else default_tools(mode, inputs)
+        check_tool_names(refs)
+        names = [tool_name(r) for r in refs]
         model = self._bind(ctx.model)
         roles = {role: self._bind(m) for role, m in ctx.roles.items()}
         with contextlib.ExitStack() as stack:
-            env = ToolEnv(inputs, caps, ctx.workspace, roles.get("perception", model), stack)
-            tools = build_tools(names, env)
+            env = ToolEnv(inputs, model, ctx.workspace, stack, roles, ctx.budgets.model_dump())
+            tools = build_tools(refs, env)
             self.emit(
                 RunStart(
                     run_id=ctx.trajectory.run_id,
