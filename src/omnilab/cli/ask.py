@@ -169,6 +169,10 @@ def ask(
             help="provider:model or provider:model@URL; default: the configured one.",
         ),
     ] = None,
+    agent: Annotated[
+        str,
+        typer.Option("--agent", help="Agent scaffold (`omnilab agents` lists them)."),
+    ] = "tir",
     mode: Annotated[
         str | None,
         typer.Option(
@@ -196,7 +200,9 @@ def ask(
     tools: Annotated[
         str | None,
         typer.Option(
-            "--tools", help="Comma-separated tools to offer, e.g. web_search,code_executor."
+            "--tools",
+            help="Comma-separated tools to offer, e.g. web_search,code_executor "
+            "(`omnilab tools` lists them; package.module:attr works too).",
         ),
     ] = None,
     perception_model: Annotated[
@@ -226,6 +232,7 @@ def ask(
         question,
         console=console,
         model=model,
+        agent=agent,
         mode=mode,
         variant=variant,
         tools=tool_names,
