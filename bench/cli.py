@@ -104,7 +104,7 @@ def main() -> None:
     times = [float(t) for t in np.linspace(0.0, duration, media_bench.EXACT_FRAMES)]
     omnilab = omnilab_command()
     print(media_bench.machine())
-    print(f"video: {video.name}: {info.summary()}, keyframe every {info.keyframe_interval} s")
+    print(f"video: {info.summary()}, keyframe every {info.keyframe_interval} s")
     print(f"command: {' '.join(Path(c).name for c in omnilab)}\n")
 
     with tempfile.TemporaryDirectory(prefix="omnilab-bench-cli-") as tmp:

@@ -410,3 +410,30 @@ def test_the_listing_commands_show_plugins_in_a_fresh_process(plugin: Path) -> N
     tir_options = {o["name"]: o for o in agents["tir"]["options"]}
     assert tir_options["mode"]["type"].startswith("native|active")
     assert "How media reach the model" in tir_options["mode"]["help"]
+
+
+def test_omnilab_eval_runs_plugin_kinds_by_name(
+    plugin: Path, tmp_path: Path, image_file: Path
+) -> None:
+    """Dataset, agent, tools, scorer and backend of the plugin, all named on the command line."""
+    data = tmp_path / "tasks.jsonl"
+    record = {"id": "t1", "question": "Shout hi.", "files": [str(image_file)], "answer": "x"}
+    data.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    model = _script(tmp_path, SHOUT_THEN_ANSWER)
+    out = tmp_path / "run"
+    args = ["eval", "fake", "--data", str(data), "--agent", "loud", "--model", model]
+    args += ["--tools", f"shout,{PLUGIN}:count_inputs_tool", "--scorer", "always"]
+    args += ["--backend", "fake", "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    (line,) = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    row = json.loads(line)
+    assert "HI!" in row["prediction"]
+    assert row["score"]["scorer"] == "always" and row["score"]["correct"] is True
+    (trajectory,) = [p for p in out.rglob("*.jsonl") if p.name != "results.jsonl"]
+    saved = read_trajectory(trajectory)
+    # The factory got the task's own environment: one input, the task's workspace folder.
+    assert [e.result.text for e in saved.events if isinstance(e, ToolResultEvent)] == [
+        "HI!",
+        "1 inputs in t1",
+    ]
