@@ -112,4 +112,4 @@ def test_help_and_unknown_commands() -> None:
         assert name in result.output
     result = CliRunner().invoke(app, ["evall"])
     assert result.exit_code == 2
-    assert "No such command" in result.output
+    assert "No such command 'evall'. Did you mean 'eval'" in " ".join(result.output.split())

@@ -7,6 +7,7 @@ benchmark code. ``tests/test_cli_startup.py`` checks this.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from typing import Annotated, Any
 
@@ -79,6 +80,12 @@ class LazyGroup(TyperGroup):
         return _Stub(cmd_name, help=COMMANDS[cmd_name][1], short_help=COMMANDS[cmd_name][1])
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        typed = args[0] if args else ""
+        if typed and not typed.startswith("-") and self.get_command(ctx, typed) is None:
+            # typer suggests only among loaded commands; these are not loaded yet.
+            near = difflib.get_close_matches(typed, self.list_commands(ctx))
+            hint = f" Did you mean {', '.join(map(repr, near))}?" if near else ""
+            ctx.fail(f"No such command {typed!r}.{hint}")
         name, cmd, rest = super().resolve_command(ctx, args)
         if isinstance(cmd, _Stub) and name is not None:
             cmd = _load(name, COMMANDS[name][0])
