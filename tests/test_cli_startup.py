@@ -113,3 +113,12 @@ def test_help_and_unknown_commands() -> None:
     result = CliRunner().invoke(app, ["evall"])
     assert result.exit_code == 2
     assert "No such command 'evall'. Did you mean 'eval'" in " ".join(result.output.split())
+
+
+def test_media_frames_imports_neither_numpy_nor_other_layers(tmp_path: Path) -> None:
+    video = synth.make_video(tmp_path / "v.mp4", duration=1.0, size=(64, 48))
+    modules = loaded_by("media", "frames", str(video), "-n", "3", "-o", str(tmp_path / "f"))
+    assert len(list((tmp_path / "f").glob("*.jpg"))) == 3
+    assert "omnilab.media.video" in modules
+    others = ("omnilab.agents", "omnilab.bench", "omnilab.models", "omnilab.tools", "numpy")
+    assert heavy_in(modules, others) == []
