@@ -192,8 +192,9 @@ def test_entries_import_on_first_lookup_and_unknown_names_list_the_known(
     with pytest.raises(RegistryError) as err:
         reg.get("nope")
     assert str(err.value) == "unknown widget 'nope'; known widgets: answer, one"
+    assert reg.source("answer") == "lazy_thing:VALUE" and reg.source("one") == "built-in"
     reg.register("answer", 7)  # replaces, and forgets the loaded value
-    assert reg.get("answer") == 7
+    assert reg.get("answer") == 7 and reg.source("answer") == "registered in code"
     reg.unregister("answer")
     assert reg.names() == ["one"]
     sys.modules.pop("lazy_thing", None)
@@ -265,7 +266,7 @@ def test_entry_points_are_listed_without_importing_the_plugin(plugin: Path) -> N
     assert PLUGIN not in sys.modules
     assert TOOLS.source("shout") == "entry point of omnilab-fake-plugin"
     # A built-in keeps its name: the plugin's web_search entry point is ignored.
-    assert TOOLS.source("web_search") == "code"
+    assert TOOLS.source("web_search") == "built-in"
 
 
 def test_a_broken_entry_point_fails_alone_naming_its_package(plugin: Path) -> None:

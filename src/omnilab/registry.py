@@ -89,8 +89,10 @@ class Registry(Generic[T]):
         self._entries: dict[str, str | T] = {}
         self._loaded: dict[str, T] = {}
         self._plugins: dict[str, metadata.EntryPoint] | None = None
+        self._builtin: set[str] = set()
         for name, target in (entries or {}).items():
             self.register(name, target)
+        self._builtin = set(self._entries)
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, group={self.group!r})"
@@ -101,6 +103,7 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r}: expected 'module:attr', got {target!r}")
         self._entries[name] = target
         self._loaded.pop(name, None)
+        self._builtin.discard(name)
 
     def __setitem__(self, name: str, target: str | T) -> None:
         self.register(name, target)
@@ -143,14 +146,17 @@ class Registry(Generic[T]):
         return len(self.names())
 
     def source(self, name: str) -> str:
-        """Where ``name`` comes from: ``"module:attr"``, ``"entry point of PKG"`` or ``"code"``."""
+        """Where ``name`` comes from: ``"module:attr"``, ``"entry point of PKG"``, ``"built-in"``
+        or ``"registered in code"``."""
         target = self._entries.get(name)
         if target is None and name not in self._entries:
             ep = self._entry_points().get(name)
             if ep is None:
                 raise self.unknown(name)
             return f"entry point of {_dist_name(ep)}"
-        return target if isinstance(target, str) else "code"
+        if isinstance(target, str):
+            return target
+        return "built-in" if name in self._builtin else "registered in code"
 
     def unknown(self, name: str) -> Exception:
         """The error for a name that is not registered, listing the known ones."""
@@ -164,7 +170,7 @@ class Registry(Generic[T]):
             return self._loaded[name]
         if name in self._entries:
             target = self._entries[name]
-            where = f"{target}" if isinstance(target, str) else "code"
+            where = target if isinstance(target, str) else self.source(name)
             load: Callable[[], Any] = (
                 (lambda: import_target(target)) if isinstance(target, str) else (lambda: target)
             )
