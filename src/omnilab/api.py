@@ -31,6 +31,7 @@ from omnilab.inputs import InputSet
 from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.types import GenerateConfig
+from omnilab.tools.base import Tool
 from omnilab.trajectory import RunStatus, Trajectory, TrajectoryWriter
 
 __all__ = ["AskResult", "ask", "ask_async", "new_run_dir"]
@@ -92,7 +93,7 @@ async def ask_async(
     agent: str = "tir",
     agent_options: Mapping[str, Any] | None = None,
     roles: Mapping[str, str | Model] | None = None,
-    tools: Sequence[str] | None = None,
+    tools: Sequence[str | Tool] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,
@@ -112,8 +113,8 @@ async def ask_async(
     by role (e.g. ``{"perception": "openai:gpt-4o"}``; ``perception_model`` is a shortcut for
     that one). ``agent_options`` go to the agent's constructor (``get_agent(agent, **options)``);
     ``mode``, ``variant``, ``generate`` and ``max_observation_chars`` are shortcuts for the
-    options of that name (the ``tir`` agent has them). ``tools`` names the tools to offer
-    (default: the agent's set); ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
+    options of that name (the ``tir`` agent has them). ``tools`` are the tools to
+    offer: names, ``module:attr`` or :class:`~omnilab.tools.Tool` objects (default: the agent's set); ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
     ``on_event`` sees every event as it is written (live views).
 
     Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing file,
@@ -183,7 +184,7 @@ def ask(
     agent: str = "tir",
     agent_options: Mapping[str, Any] | None = None,
     roles: Mapping[str, str | Model] | None = None,
-    tools: Sequence[str] | None = None,
+    tools: Sequence[str | Tool] | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_seconds: float | None = None,

@@ -267,9 +267,9 @@ def test_registry_names_unknown_names_and_plugins(tmp_path: Path) -> None:
     try:
         assert load_dataset("my-bench", path).tasks[0].answers.label == "a"
     finally:
-        from omnilab.bench.datasets import _REGISTRY
+        from omnilab.bench.datasets import DATASETS
 
-        del _REGISTRY["my-bench"]
+        DATASETS.unregister("my-bench")
 
 
 def test_importing_the_harness_loads_no_adapter() -> None:

@@ -8,7 +8,7 @@ it wrote; it raises only for configuration mistakes found before its first event
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -19,6 +19,7 @@ from omnilab.agents.task_info import TaskInfo
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputFile, unique_ids
 from omnilab.models.model import Model
+from omnilab.tools.base import Tool
 from omnilab.trajectory import Event, Trajectory, TrajectoryWriter
 
 __all__ = [
@@ -78,8 +79,9 @@ class AgentContext:
     """The agent's model (role ``agent``)."""
     roles: dict[str, Model]
     """Other models by role, e.g. ``perception`` for the audio_qa/vision_qa tools."""
-    tools: list[str] | None
-    """Names of the tools to offer; ``None`` lets the agent choose its default set."""
+    tools: Sequence[str | Tool] | None
+    """The tools to offer: names (:mod:`omnilab.tools.registry`), ``module:attr`` or
+    :class:`~omnilab.tools.Tool` objects; ``None`` lets the agent choose its default set."""
     budgets: Budgets
     workspace: Path
     """The task's private folder: sandboxed code runs and writes here."""

@@ -27,6 +27,7 @@ from omnilab.agents.views import MODES, Mode, check_mode, default_mode, first_me
 from omnilab.inputs import InputSet
 from omnilab.models.types import GenerateConfig, Message
 from omnilab.tools.base import Tool
+from omnilab.tools.registry import tool_name
 from omnilab.trajectory import RunStatus, Trajectory
 
 __all__ = ["TirAgent", "TirOptions", "Variant"]
@@ -39,7 +40,7 @@ _FORCED: dict[Variant, str] = {"base": "forced_final_base", "omniatlas": "forced
 class TirOptions(BaseModel):
     """Options of the ``tir`` agent (``get_agent("tir", **options)``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     variant: Variant | None = None
     """System prompt: ``base`` or ``omniatlas``; default ``omniatlas`` in modes that offer the
@@ -57,6 +58,7 @@ class TirAgent:
     """The OmniGAIA tool-integrated reasoning agent (see the module docstring)."""
 
     name = "tir"
+    options_model = TirOptions
 
     def __init__(self, **options: object) -> None:
         try:
@@ -83,14 +85,15 @@ class TirAgent:
         variant: Variant = opts.variant or (
             "omniatlas" if mode in ("active", "evidence") else "base"
         )
-        names = list(ctx.tools) if ctx.tools is not None else default_tools(mode, inputs)
-        check_tool_names(names)
+        refs = list(ctx.tools) if ctx.tools is not None else default_tools(mode, inputs)
+        check_tool_names(refs)
+        names = [tool_name(r) for r in refs]
         run = AgentRun(task, ctx, agent="tir", max_observation_chars=opts.max_observation_chars)
         model = run.models["agent"]
         with contextlib.ExitStack() as stack:
-            perception = run.models.get("perception", model)
-            env = ToolEnv(inputs, caps, ctx.workspace, perception, stack)
-            tools = build_tools(names, env)
+            roles = {r: m for r, m in run.models.items() if r != "agent"}
+            env = ToolEnv(inputs, model, ctx.workspace, stack, roles, ctx.budgets.model_dump())
+            tools = build_tools(refs, env)
             config = {
                 "mode": mode,
                 "variant": variant,

@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
+from omnilab.registry import Registry
 
 __all__ = ["BACKENDS", "Backend", "ExecutorFactory", "LocalBackend", "get_backend"]
 
@@ -95,13 +96,23 @@ class LocalBackend:
                 await asyncio.gather(*workers, return_exceptions=True)
 
 
-BACKENDS: dict[str, Callable[[], Backend]] = {"local": LocalBackend}
-"""Backends by name; a plugin adds one with ``BACKENDS["ray"] = RayBackend``."""
+def _as_factory(value: object) -> Callable[[], Backend]:
+    if not callable(value):
+        raise TypeError(f"a backend factory must be callable, got {type(value).__name__}")
+    return value
+
+
+BACKENDS: Registry[Callable[[], Backend]] = Registry(
+    "backend",
+    group="omnilab.backends",
+    entries={"local": LocalBackend},
+    error=BenchError,
+    coerce=_as_factory,
+)
+"""Backends by name; a plugin adds one with ``BACKENDS.register("ray", RayBackend)`` or an
+``omnilab.backends`` entry point."""
 
 
 def get_backend(name: str) -> Backend:
     """The backend registered as ``name``; :class:`BenchError` if there is none."""
-    factory = BACKENDS.get(name)
-    if factory is None:
-        raise BenchError(f"unknown backend {name!r}; known backends: {', '.join(BACKENDS)}")
-    return factory()
+    return BACKENDS.get(name)()

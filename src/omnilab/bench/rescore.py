@@ -22,17 +22,8 @@ from omnilab.bench.metrics import RunSummary, summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.roles import judge_models, role_model
 from omnilab.bench.run_dir import ResultLog, RunDir, write_atomic
-from omnilab.bench.scoring import (
-    AnswerSetMatch,
-    MajorityVote,
-    MeanRelativeAccuracy,
-    MultipleChoice,
-    NumericMatch,
-    OmniAgentScorer,
-    OmniGaiaScorer,
-    Scorer,
-    TemporalIoU,
-)
+from omnilab.bench.scoring import Scorer
+from omnilab.bench.scoring.registry import SCORERS
 from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import Model
@@ -49,17 +40,8 @@ __all__ = [
     "score_result",
 ]
 
-SCORER_NAMES = (
-    "omnigaia",
-    "majority_vote",
-    "omniagent",
-    "mcq",
-    "answer_set",
-    "numeric",
-    "temporal_iou",
-    "mra",
-)
-"""Scorers a run can name (``--scorer``)."""
+SCORER_NAMES = tuple(SCORERS.names(plugins=False))
+"""The built-in scorers a run can name (``--scorer``); plugins add more (:data:`SCORERS`)."""
 
 _DEFAULT_BY_DATASET = {
     "omnigaia": "omnigaia",
@@ -67,8 +49,6 @@ _DEFAULT_BY_DATASET = {
     "omniagent": "omniagent",
     "mcq": "mcq",
 }
-_NEEDS_JUDGE = frozenset({"omnigaia", "majority_vote"})
-_MAY_JUDGE = frozenset({"omniagent"})
 
 
 def default_scorer(dataset: str) -> str:
@@ -81,56 +61,40 @@ def resolve_judges(scorer: str, names: Sequence[str]) -> list[str]:
     """The judge model names ``scorer`` will use: ``names``, else the ``bench`` settings.
 
     Raises :class:`BenchError` for an unknown scorer, a scorer that needs a judge and has none,
-    judges given to a scorer that asks none, or several judges for OmniGAIA's single judge.
+    judges given to a scorer that asks none, or several judges for a single-judge scorer.
     """
-    if scorer not in SCORER_NAMES:
-        raise BenchError(f"unknown scorer {scorer!r}; known scorers: {', '.join(SCORER_NAMES)}")
+    use = SCORERS.get(scorer).judges
     chosen = list(names)
     settings = get_settings().bench
-    if not chosen and scorer == "majority_vote":
+    if not chosen and use == "several":
         chosen = list(settings.judge_models)
-    if not chosen and scorer in _NEEDS_JUDGE | _MAY_JUDGE and settings.judge_model:
+    if not chosen and use != "none" and settings.judge_model:
         chosen = [settings.judge_model]
-    if scorer in _NEEDS_JUDGE and not chosen:
+    if use in ("one", "several") and not chosen:
         raise BenchError(
             f"scorer {scorer} needs a judge: pass --judge provider:model, or set "
             "bench.judge_model (OMNILAB_BENCH__JUDGE_MODEL)"
         )
-    if scorer not in _NEEDS_JUDGE | _MAY_JUDGE and chosen and names:
+    if use == "none" and chosen and names:
         raise BenchError(f"scorer {scorer} asks no judge; drop --judge or choose another --scorer")
-    if scorer in ("omnigaia", "omniagent") and len(chosen) > 1:
+    if use in ("one", "optional") and len(chosen) > 1:
         raise BenchError(
             f"scorer {scorer} asks one judge ({len(chosen)} given); use --scorer majority_vote "
             "for several"
         )
-    return chosen if scorer in _NEEDS_JUDGE | _MAY_JUDGE else []
+    return chosen if use != "none" else []
 
 
 def make_scorer(scorer: str, judges: Sequence[Model] = ()) -> Scorer:
     """The scorer named ``scorer`` over ``judges`` (models bound to role ``judge``)."""
-    if scorer == "omnigaia":
-        return OmniGaiaScorer(judges[0])
-    if scorer == "majority_vote":
-        return MajorityVote(list(judges))
-    if scorer == "omniagent":
-        return OmniAgentScorer(free_form=OmniGaiaScorer(judges[0]) if judges else None)
-    by_name: dict[str, Scorer] = {
-        "mcq": MultipleChoice(),
-        "answer_set": AnswerSetMatch(),
-        "numeric": NumericMatch(),
-        "temporal_iou": TemporalIoU(),
-        "mra": MeanRelativeAccuracy(),
-    }
-    if scorer not in by_name:
-        raise BenchError(f"unknown scorer {scorer!r}; known scorers: {', '.join(SCORER_NAMES)}")
-    return by_name[scorer]
+    return SCORERS.get(scorer).build(judges)
 
 
 def judge_objects(scorer: str, names: Sequence[str]) -> list[Model]:
     """Judge models for ``names``, each with the role's response cache."""
     if not names:
         return []
-    if scorer == "majority_vote":
+    if SCORERS.get(scorer).judges == "several":
         return judge_models(list(names))
     return [role_model("judge", n) for n in names]
 

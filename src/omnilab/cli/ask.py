@@ -215,7 +215,9 @@ def ask(
     tools: Annotated[
         str | None,
         typer.Option(
-            "--tools", help="Comma-separated tools to offer, e.g. web_search,code_executor."
+            "--tools",
+            help="Comma-separated tools to offer, e.g. web_search,code_executor "
+            "(`omnilab tools` lists them; package.module:attr works too).",
         ),
     ] = None,
     perception_model: Annotated[

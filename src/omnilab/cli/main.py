@@ -1,50 +1,106 @@
-"""Entry point of the ``omnilab`` command."""
+"""Entry point of the ``omnilab`` command.
+
+Sub-commands are imported only when they run: ``omnilab --version`` and ``omnilab --help``
+import none of them, and ``omnilab media probe`` imports the media layer but no agent, model or
+benchmark code. ``tests/test_cli_startup.py`` checks this.
+"""
 
 from __future__ import annotations
 
+import difflib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from omnilab import __version__
-from omnilab.cli import ask as ask_cmd
-from omnilab.cli import config as config_cmd
-from omnilab.cli import data as data_cmd
-from omnilab.cli import demo, media
-from omnilab.cli import digest as digest_cmd
-from omnilab.cli import eval as eval_cmd
-from omnilab.cli import index as index_cmd
-from omnilab.cli import models as models_cmd
-from omnilab.cli import trace as trace_cmd
 from omnilab.errors import OmnilabError
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "main"]
+
+# ---------------------------------------------------------------------------------------------
+# HOW TO ADD A COMMAND: one line below, `"name": ("omnilab.cli.module:attr", "Short help.")`.
+# `attr` is a typer command function (as you would pass to `app.command()`) or a `typer.Typer`
+# (a group of sub-commands, like `media`). The module is imported only when the command runs
+# (or when `omnilab NAME --help` is asked); the short help here is what `omnilab --help` lists
+# without importing anything, so keep it in step with the command's docstring. Keep imports of
+# heavy layers inside the command module, never here.
+# ---------------------------------------------------------------------------------------------
+COMMANDS: dict[str, tuple[str, str]] = {
+    "media": ("omnilab.cli.media:app", "Inspect and cut media files (probe, frames, audio, ...)."),
+    "data": ("omnilab.cli.data:app", "Load benchmark files: check them, show their tasks."),
+    "index": ("omnilab.cli.index:app", "Build and query the offline search index."),
+    "demo": ("omnilab.cli.demo:demo", "Run an agent on a sample video made on the spot."),
+    "ask": ("omnilab.cli.ask:ask", "Answer a question about files with an agent."),
+    "digest": ("omnilab.cli.digest:digest", "Turn media files into compact text evidence."),
+    "models": ("omnilab.cli.models:list_models", "List model providers and aliases."),
+    "chat": ("omnilab.cli.models:chat", "Send a prompt (with media) to a model."),
+    "tools": ("omnilab.cli.tools:tools", "List the tools agents can use, with their schemas."),
+    "agents": ("omnilab.cli.tools:agents", "List the agents, with their options."),
+    "eval": ("omnilab.cli.eval:eval_", "Run an agent on a benchmark."),
+    "score": ("omnilab.cli.eval:score", "Score a run's answers again (another judge or scorer)."),
+    "metrics": ("omnilab.cli.eval:metrics", "Metrics of a run (Pass@1, EM, groups, cost)."),
+    "compare": ("omnilab.cli.eval:compare", "Two runs side by side, with McNemar's test."),
+    "analyze": ("omnilab.cli.eval:analyze", "Label failed tasks with OmniGAIA's error types."),
+    "trace": ("omnilab.cli.trace:trace", "Print a saved trajectory step by step."),
+    "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
+}
+"""Every sub-command: name -> (``module:attr``, short help)."""
+
+
+# Click's classes are named through typer's (recent typer versions bundle their own click).
+def _load(name: str, target: str) -> Any:
+    from omnilab.registry import import_target
+
+    value = import_target(target)
+    if isinstance(value, typer.Typer):
+        return typer.main.get_group(value)
+    single = typer.Typer()
+    single.command(name)(value)
+    # One command and no callback: typer returns the command itself, not a group.
+    return typer.main.get_command(single)
+
+
+class _Stub(TyperCommand):
+    """Stands for a command not imported yet, in ``omnilab --help`` listings."""
+
+
+class LazyGroup(TyperGroup):
+    """The root group: commands of :data:`COMMANDS` are imported when resolved."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None or cmd_name not in COMMANDS:
+            return found
+        # Listing commands needs only their short help: no import.
+        return _Stub(cmd_name, help=COMMANDS[cmd_name][1], short_help=COMMANDS[cmd_name][1])
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        typed = args[0] if args else ""
+        if typed and not typed.startswith("-") and self.get_command(ctx, typed) is None:
+            # typer suggests only among loaded commands; these are not loaded yet.
+            near = difflib.get_close_matches(typed, self.list_commands(ctx))
+            hint = f" Did you mean {', '.join(map(repr, near))}?" if near else ""
+            ctx.fail(f"No such command {typed!r}.{hint}")
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if isinstance(cmd, _Stub) and name is not None:
+            cmd = _load(name, COMMANDS[name][0])
+            self.add_command(cmd, name)
+        return name, cmd, rest
+
 
 app = typer.Typer(
     name="omnilab",
+    cls=LazyGroup,
     help="Omni-modal agents: media environment, models, tools, agents and evaluation.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(media.app, name="media")
-app.add_typer(data_cmd.app, name="data")
-app.add_typer(index_cmd.app, name="index")
-app.command("demo")(demo.demo)
-app.command("ask")(ask_cmd.ask)
-app.command("digest")(digest_cmd.digest)
-app.command("models")(models_cmd.list_models)
-app.command("chat")(models_cmd.chat)
-app.command("eval")(eval_cmd.eval_)
-app.command("score")(eval_cmd.score)
-app.command("metrics")(eval_cmd.metrics)
-app.command("compare")(eval_cmd.compare)
-app.command("analyze")(eval_cmd.analyze)
-app.command("trace")(trace_cmd.trace)
-app.command("config")(config_cmd.config)
 
 
 def _version(value: bool) -> None:
@@ -65,16 +121,24 @@ def _root(
     """Omni-modal agents: media environment, models, tools, agents and evaluation."""
 
 
+def _error_console(**options: Any) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, **options)
+
+
 def main() -> None:
     """Run the CLI; user errors print one line on stderr and exit with status 1."""
     try:
         app()
     except OmnilabError as e:
+        from rich.markup import escape
+
         # Messages quote user input and extras such as 'omnilab[local]': never read them as markup.
-        Console(stderr=True, emoji=False).print(
+        _error_console(emoji=False).print(
             f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True
         )
         sys.exit(1)
     except KeyboardInterrupt:
-        Console(stderr=True).print("interrupted")
+        _error_console().print("interrupted")
         sys.exit(130)

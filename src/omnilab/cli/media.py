@@ -7,26 +7,26 @@ Every mistake a user can make surfaces as an :class:`~omnilab.errors.OmnilabErro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from PIL import Image
 from rich.console import Console
 from rich.table import Table
 
 from omnilab.errors import OmnilabError
-from omnilab.media import MediaError, MediaErrorCode
-from omnilab.media import probe as probe_file
-from omnilab.media.audio import audio_segment
-from omnilab.media.clips import clip as clip_file
-from omnilab.media.image import crop as crop_image
-from omnilab.media.image import load_image
-from omnilab.media.sheet import video_sheet
-from omnilab.media.video import frames as frames_between
-from omnilab.media.video import frames_at
+from omnilab.media.errors import MediaError, MediaErrorCode
+from omnilab.media.probe import probe as probe_file
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+# Each command imports the media operation it runs (numpy, Pillow, encoders) in its body:
+# `omnilab media probe` pays for none of them (see omnilab.cli.main).
 
 __all__ = [
     "app",
@@ -186,6 +186,9 @@ def frames_cmd(
     folder = out.expanduser()
     if folder.exists() and not folder.is_dir():
         raise OmnilabError(f"--out {folder} is a file; frames need a folder")
+    from omnilab.media.video import frames as frames_between
+    from omnilab.media.video import frames_at
+
     if at is not None:
         picked = frames_at(file, _parse_times(at), max_edge=max_edge, keyframes_only=keyframes_only)
     else:
@@ -197,11 +200,12 @@ def frames_cmd(
         folder.mkdir(parents=True, exist_ok=True)
     table = Table("#", "requested", "actual", "key")
     table.add_column("file", overflow="fold")
-    written = []
-    for i, frame in enumerate(picked):
-        path = folder / f"{i:03d}_{frame.timestamp:.3f}s.jpg"
-        _save_image(frame.image, path)
-        written.append(path)
+    written = [folder / f"{i:03d}_{f.timestamp:.3f}s.jpg" for i, f in enumerate(picked)]
+    # JPEG encoding releases the GIL: on several cores the files are written side by side
+    # (encoding costs about as much as decoding the frames).
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        list(pool.map(_save_image, [f.image for f in picked], written))
+    for i, (frame, path) in enumerate(zip(picked, written, strict=True)):
         key = "yes" if frame.keyframe else ""
         table.add_row(str(i), f"{frame.requested:.3f}", f"{frame.timestamp:.3f}", key, path.name)
     console = _console()
@@ -223,6 +227,8 @@ def audio_cmd(
 
     The sample rate is the media.audio_sample_rate setting (16 kHz unless changed).
     """
+    from omnilab.media.audio import audio_segment
+
     dest = _output_file(out, (".wav",), source=file)
     with _writing(dest):
         written = audio_segment(file, start, end, out=dest)
@@ -246,6 +252,8 @@ def clip_cmd(
 
     Clips longer than the media.max_clip_seconds setting (600 s by default) are refused.
     """
+    from omnilab.media.clips import clip as clip_file
+
     dest = _output_file(out, (".mp4",), source=file)
     # clip() takes an explicit end; "to the end" is a CLI convenience, resolved from the probe.
     stop = end if end is not None else probe_file(file).duration
@@ -278,6 +286,9 @@ def crop_cmd(
     ],
 ) -> Path:
     """Cut a box out of IMAGE and save it."""
+    from omnilab.media.image import crop as crop_image
+    from omnilab.media.image import load_image
+
     numbers = parse_box(box)
     dest = _output_file(out, _IMAGE_SUFFIXES, source=image)
     cut = crop_image(load_image(image), numbers, name=image.name)
@@ -310,6 +321,8 @@ def sheet_cmd(
 
     The cheapest way to show a whole video to a person or a model.
     """
+    from omnilab.media.sheet import video_sheet
+
     dest = _output_file(out, _IMAGE_SUFFIXES, source=file)
     sheet = video_sheet(file, num, tile_edge=tile_edge, columns=columns)
     _save_image(sheet, dest)

@@ -6,14 +6,22 @@ probed file first, and raises :class:`MediaError` with a stable code and a one-l
 
 from __future__ import annotations
 
-from omnilab.media.audio import audio_samples, audio_segment
-from omnilab.media.cache import MediaCache
-from omnilab.media.clips import clip
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from omnilab.media.errors import MediaError, MediaErrorCode
-from omnilab.media.image import crop, load_image, resize
+
+# Imported here, not lazily: the function shares its name with its module, and a lazy lookup
+# would find the module once anything imported omnilab.media.probe.
 from omnilab.media.probe import MediaInfo, MediaKind, probe
-from omnilab.media.sheet import contact_sheet, video_sheet
-from omnilab.media.video import Frame, frames, frames_at
+
+if TYPE_CHECKING:
+    from omnilab.media.audio import audio_samples, audio_segment
+    from omnilab.media.cache import MediaCache
+    from omnilab.media.clips import clip
+    from omnilab.media.image import crop, load_image, resize
+    from omnilab.media.sheet import contact_sheet, video_sheet
+    from omnilab.media.video import Frame, frames, frames_at
 
 __all__ = [
     "Frame",
@@ -34,3 +42,28 @@ __all__ = [
     "resize",
     "video_sheet",
 ]
+
+# The rest load on first use (settings, numpy, Pillow): `omnilab media probe` needs none of them.
+_LAZY = {
+    "MediaCache": "omnilab.media.cache",
+    "audio_samples": "omnilab.media.audio",
+    "audio_segment": "omnilab.media.audio",
+    "clip": "omnilab.media.clips",
+    "crop": "omnilab.media.image",
+    "load_image": "omnilab.media.image",
+    "resize": "omnilab.media.image",
+    "contact_sheet": "omnilab.media.sheet",
+    "video_sheet": "omnilab.media.sheet",
+    "Frame": "omnilab.media.video",
+    "frames": "omnilab.media.video",
+    "frames_at": "omnilab.media.video",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'omnilab.media' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

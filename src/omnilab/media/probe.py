@@ -82,10 +82,26 @@ def probe(path: str | Path) -> MediaInfo:
 @lru_cache(maxsize=512)
 def _probe_cached(path: Path, size: int, mtime_ns: int) -> MediaInfo:
     # size and mtime_ns are part of the cache key: a rewritten file is probed again.
-    image = _probe_image(path, size)
+    image = None if _av_container(path) else _probe_image(path, size)
     if image is not None:
         return image
     return _probe_av(path, size)
+
+
+def _av_container(path: Path) -> bool:
+    """Whether the file starts like an audio/video container (MP4/MOV, Matroska/WebM, Ogg, FLAC,
+    MP3 with ID3). Pillow is then not asked: failing to recognise such a file makes it import
+    every image plugin, which costs more than the whole probe."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except OSError:
+        return False
+    return (
+        head[4:8] == b"ftyp"
+        or head.startswith((b"\x1a\x45\xdf\xa3", b"OggS", b"fLaC", b"ID3"))
+        or (head.startswith(b"RIFF") and head[8:12] in (b"WAVE", b"AVI "))
+    )
 
 
 def _probe_image(path: Path, size: int) -> MediaInfo | None:

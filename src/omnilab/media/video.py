@@ -27,7 +27,6 @@ from pathlib import Path
 
 import av
 import av.container
-import numpy as np
 from av.video.reformatter import VideoReformatter
 from PIL import Image
 
@@ -107,8 +106,18 @@ def frames(
     _, hi = check_time_range(info, start, end, allow_empty=True)
     check_count(num, get_settings().media.max_frames)
     # The validated values are linspaced as given (not clamped), so ``requested`` echoes the call.
-    times = np.linspace(start, hi if end is None else end, num)
-    return _extract(info, [float(t) for t in times], max_edge, keyframes_only)
+    return _extract(
+        info, _linspace(start, hi if end is None else end, num), max_edge, keyframes_only
+    )
+
+
+def _linspace(start: float, stop: float, num: int) -> list[float]:
+    """``numpy.linspace(start, stop, num)`` to the bit (same operations, last value ``stop``),
+    without importing numpy: ``omnilab media frames`` starts faster."""
+    if num == 1:
+        return [float(start)]
+    step = (stop - start) / (num - 1)
+    return [*(i * step + start for i in range(num - 1)), float(stop)]
 
 
 def frames_at(
@@ -195,9 +204,9 @@ def _rgb(frame: av.VideoFrame, reformatter: VideoReformatter) -> Image.Image:
     of 320 MB from the second call on).
     """
     plane = reformatter.reformat(frame, format="rgb0").planes[0]
-    data = np.frombuffer(memoryview(plane), dtype=np.uint8)  # a view: no copy
     size = (plane.width, plane.height)
-    return Image.frombytes("RGB", size, data, "raw", "RGBX", plane.line_size, 1)
+    # A view of the plane, no copy (numpy is not needed for that).
+    return Image.frombytes("RGB", size, memoryview(plane), "raw", "RGBX", plane.line_size, 1)
 
 
 class _Picker:

@@ -8,6 +8,7 @@ when a model of that provider is made, so an optional dependency is needed only 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -22,8 +23,10 @@ from omnilab.models.errors import ModelConfigError
 from omnilab.models.events import EventSink
 from omnilab.models.model import Model
 from omnilab.models.retry import RetryPolicy
+from omnilab.registry import Registry, RegistryError
 
 __all__ = [
+    "PROVIDERS",
     "ModelName",
     "NoModelError",
     "Provider",
@@ -77,17 +80,34 @@ class Provider:
     """The pip extra the factory needs, named in the error when it is missing."""
 
 
-_PROVIDERS: dict[str, Provider] = {}
+def _as_provider(value: object) -> Provider:
+    if not isinstance(value, Provider):
+        raise TypeError(f"expected an omnilab.models.Provider, got {type(value).__name__}")
+    return value
+
+
+PROVIDERS: Registry[Provider] = Registry(
+    "provider",
+    group="omnilab.providers",
+    coerce=_as_provider,
+)
+"""Every provider by name; a package adds one with an ``omnilab.providers`` entry point naming a
+:class:`Provider` object (``my_pkg.models:PROVIDER``)."""
 
 
 def register_provider(provider: Provider) -> None:
     """Add or replace a provider (plugins and tests may register their own)."""
-    _PROVIDERS[provider.name] = provider
+    PROVIDERS.register(provider.name, provider)
 
 
 def providers() -> list[Provider]:
-    """Every registered provider, in registration order."""
-    return list(_PROVIDERS.values())
+    """Every provider, in registration order, then plugins'; a plugin that cannot load is left
+    out here (naming it as a model gives its error)."""
+    found: list[Provider] = []
+    for name in PROVIDERS.names():
+        with contextlib.suppress(RegistryError):
+            found.append(PROVIDERS.get(name))
+    return found
 
 
 def _openai_compatible(
@@ -199,13 +219,15 @@ def parse_model_name(text: str) -> ModelName:
 
 
 def _provider(name: ModelName) -> Provider:
-    found = _PROVIDERS.get(name.provider)
-    if found is None:
-        known = ", ".join(_PROVIDERS)
+    if name.provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS.names())
         raise ModelConfigError(
             str(name), f"unknown provider {name.provider!r}", advice=f"known providers: {known}"
         )
-    return found
+    try:
+        return PROVIDERS.get(name.provider)
+    except RegistryError as e:
+        raise ModelConfigError(str(name), str(e), advice="fix or uninstall that package") from None
 
 
 def _api_key(provider: Provider, settings: ModelSettings) -> str | None:

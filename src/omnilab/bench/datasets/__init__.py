@@ -3,20 +3,21 @@
 ``load_dataset("omnigaia", "data/test_metadata.json")`` returns a :class:`DatasetLoad`: the
 tasks, the records skipped (with reasons) and, per task, the media files not found. A name maps
 to ``module:attribute`` of an object with ``load(path, *, media_root=None) -> DatasetLoad``;
-plugins add their own with :func:`register_dataset`.
+plugins add their own with :func:`register_dataset` or an ``omnilab.datasets`` entry point.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
 from omnilab.bench.errors import UnknownDatasetError
 from omnilab.config import get_settings
+from omnilab.registry import Registry
 
 __all__ = [
+    "DATASETS",
     "DatasetAdapter",
     "DatasetLoad",
     "SkippedItem",
@@ -39,37 +40,42 @@ class DatasetAdapter(Protocol):
         ...
 
 
-_REGISTRY: dict[str, str | DatasetAdapter] = {
-    "omnigaia": "omnilab.bench.datasets.omnigaia:ADAPTER",
-    "omni-deepsearch": "omnilab.bench.datasets.deepsearch:ADAPTER",
-    "omniagent": "omnilab.bench.datasets.omniagent:ADAPTER",
-    "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
-    "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
-}
+def _as_adapter(value: object) -> DatasetAdapter:
+    if not isinstance(value, DatasetAdapter):
+        raise TypeError(f"expected a dataset adapter (name, description, load), got {value!r}")
+    return value
+
+
+DATASETS: Registry[DatasetAdapter] = Registry(
+    "dataset",
+    group="omnilab.datasets",
+    entries={
+        "omnigaia": "omnilab.bench.datasets.omnigaia:ADAPTER",
+        "omni-deepsearch": "omnilab.bench.datasets.deepsearch:ADAPTER",
+        "omniagent": "omnilab.bench.datasets.omniagent:ADAPTER",
+        "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
+        "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
+    },
+    error=UnknownDatasetError,
+    coerce=_as_adapter,
+)
+"""Dataset adapters by name (entry-point group ``omnilab.datasets``)."""
 
 
 def register_dataset(name: str, adapter: str | DatasetAdapter) -> None:
     """Add or replace an adapter: an object, or ``"module:attribute"`` imported on first use."""
-    _REGISTRY[name] = adapter
+    DATASETS.register(name, adapter)
 
 
 def dataset_names() -> list[str]:
-    """The registered dataset names, in registration order."""
-    return list(_REGISTRY)
+    """The registered dataset names, in registration order (then plugins')."""
+    return DATASETS.names()
 
 
 def get_dataset(name: str) -> DatasetAdapter:
-    """The adapter registered as ``name``; :class:`UnknownDatasetError` if there is none."""
-    entry = _REGISTRY.get(name)
-    if entry is None:
-        known = ", ".join(_REGISTRY)
-        raise UnknownDatasetError(f"unknown dataset {name!r}; known datasets: {known}")
-    if isinstance(entry, str):
-        module_name, _, attr = entry.partition(":")
-        adapter: DatasetAdapter = getattr(importlib.import_module(module_name), attr)
-        _REGISTRY[name] = adapter
-        return adapter
-    return entry
+    """The adapter registered as ``name``; :class:`UnknownDatasetError` if there is none or it
+    cannot load."""
+    return DATASETS.get(name)
 
 
 def load_dataset(

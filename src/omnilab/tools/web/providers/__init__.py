@@ -2,55 +2,63 @@
 
 ``local`` searches an offline BM25 index; ``serper``, ``tavily``, ``brave`` and ``searxng`` call
 web search APIs. :func:`register_provider` adds a name (a dotted ``module:Class`` path, or any
-callable returning a :class:`~omnilab.tools.web.types.SearchProvider`).
+callable returning a :class:`~omnilab.tools.web.types.SearchProvider`); a package adds one with
+an ``omnilab.web_providers`` entry point.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
+from omnilab.registry import Registry
 from omnilab.tools.web.errors import WebError, WebErrorCode
 from omnilab.tools.web.types import SearchProvider
 
-__all__ = ["get_provider", "provider_names", "register_provider"]
+__all__ = ["PROVIDERS", "get_provider", "provider_names", "register_provider"]
 
 ProviderFactory = Callable[..., SearchProvider]
 
-_REGISTRY: dict[str, str | ProviderFactory] = {
-    "local": "omnilab.tools.web.providers.local:LocalSearch",
-    "serper": "omnilab.tools.web.providers.serper:SerperSearch",
-    "tavily": "omnilab.tools.web.providers.tavily:TavilySearch",
-    "brave": "omnilab.tools.web.providers.brave:BraveSearch",
-    "searxng": "omnilab.tools.web.providers.searxng:SearxngSearch",
-}
+
+def _unknown(message: str) -> WebError:
+    return WebError(WebErrorCode.UNKNOWN_PROVIDER, message)
+
+
+def _as_factory(value: object) -> ProviderFactory:
+    if not callable(value):
+        raise TypeError(f"a search provider factory must be callable, got {type(value).__name__}")
+    return value
+
+
+PROVIDERS: Registry[ProviderFactory] = Registry(
+    "search provider",
+    group="omnilab.web_providers",
+    entries={
+        "local": "omnilab.tools.web.providers.local:LocalSearch",
+        "serper": "omnilab.tools.web.providers.serper:SerperSearch",
+        "tavily": "omnilab.tools.web.providers.tavily:TavilySearch",
+        "brave": "omnilab.tools.web.providers.brave:BraveSearch",
+        "searxng": "omnilab.tools.web.providers.searxng:SearxngSearch",
+    },
+    error=_unknown,
+    coerce=_as_factory,
+)
+"""Search provider factories by name (entry-point group ``omnilab.web_providers``)."""
 
 
 def provider_names() -> list[str]:
     """The registered provider names, sorted."""
-    return sorted(_REGISTRY)
+    return sorted(PROVIDERS.names())
 
 
 def register_provider(name: str, factory: str | ProviderFactory) -> None:
     """Make ``name`` resolve to ``factory`` (``"package.module:Class"`` or a callable)."""
-    _REGISTRY[name] = factory
+    PROVIDERS.register(name, factory)
 
 
 def get_provider(name: str, **options: Any) -> SearchProvider:
     """A new provider ``name`` built with ``options`` (``base_url``, ``api_key``, ...).
 
-    Raises ``WebError(UNKNOWN_PROVIDER)`` for a name that is not registered.
+    Raises ``WebError(UNKNOWN_PROVIDER)`` for a name that is not registered or cannot load.
     """
-    target = _REGISTRY.get(name)
-    if target is None:
-        raise WebError(
-            WebErrorCode.UNKNOWN_PROVIDER,
-            f"unknown search provider {name!r}; choose one of {', '.join(provider_names())}",
-        )
-    if isinstance(target, str):
-        module_name, _, attr = target.partition(":")
-        factory: ProviderFactory = getattr(importlib.import_module(module_name), attr)
-    else:
-        factory = target
-    return factory(**options)
+    return PROVIDERS.get(name)(**options)

@@ -1,0 +1,77 @@
+"""Scorers by name (``--scorer``), each with how many judges it takes.
+
+A package adds a scorer through the entry-point group ``omnilab.scorers``, naming a
+:class:`ScorerEntry`, a :class:`~omnilab.bench.scoring.Scorer` object, or a class whose
+instances are scorers (built with no arguments, no judges).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from omnilab.bench.errors import BenchError
+from omnilab.bench.scoring.base import Scorer
+from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
+from omnilab.bench.scoring.rules import (
+    AnswerSetMatch,
+    MeanRelativeAccuracy,
+    NumericMatch,
+    OmniAgentScorer,
+    TemporalIoU,
+)
+from omnilab.models.model import Model
+from omnilab.registry import Registry
+
+__all__ = ["SCORERS", "JudgeUse", "ScorerEntry"]
+
+JudgeUse = Literal["none", "optional", "one", "several"]
+"""``none``: takes no judge; ``optional``: at most one; ``one``: exactly one; ``several``: a
+panel of one or more."""
+
+
+@dataclass(frozen=True)
+class ScorerEntry:
+    """How to build one scorer from its judges (models bound to role ``judge``)."""
+
+    build: Callable[[Sequence[Model]], Scorer]
+    judges: JudgeUse = "none"
+
+
+def _no_judges(make: Callable[[], Scorer]) -> ScorerEntry:
+    return ScorerEntry(lambda judges: make())
+
+
+def _as_entry(value: Any) -> ScorerEntry:
+    if isinstance(value, ScorerEntry):
+        return value
+    if isinstance(value, Scorer) and not inspect.isclass(value):
+        return ScorerEntry(lambda judges: value)
+    if callable(value):
+        return _no_judges(value)
+    raise TypeError(f"expected a ScorerEntry, a Scorer or a Scorer class, got {value!r}")
+
+
+SCORERS: Registry[ScorerEntry] = Registry(
+    "scorer",
+    group="omnilab.scorers",
+    entries={
+        "omnigaia": ScorerEntry(lambda judges: OmniGaiaScorer(judges[0]), "one"),
+        "majority_vote": ScorerEntry(lambda judges: MajorityVote(list(judges)), "several"),
+        "omniagent": ScorerEntry(
+            lambda judges: OmniAgentScorer(free_form=OmniGaiaScorer(judges[0]) if judges else None),
+            "optional",
+        ),
+        "mcq": _no_judges(MultipleChoice),
+        "answer_set": _no_judges(AnswerSetMatch),
+        "numeric": _no_judges(NumericMatch),
+        "temporal_iou": _no_judges(TemporalIoU),
+        "mra": _no_judges(MeanRelativeAccuracy),
+    },
+    error=BenchError,
+    coerce=_as_entry,
+)
+"""Every scorer by name."""
