@@ -55,6 +55,7 @@ __all__ = [
     "prediction_text",
     "price_of",
     "task_seed",
+    "to_agent_task",
 ]
 
 _SETUP_KINDS = frozenset({ErrorKind.AUTH, ErrorKind.NOT_FOUND})
@@ -71,10 +72,12 @@ def is_setup_error(error: BaseException) -> bool:
     return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
 
 
-def task_seed(seed: int, task_id: str) -> int:
-    """The seed of one task: a hash of the run's seed and the task id, so it does not depend on
-    the order or the concurrency in which tasks run."""
-    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+def task_seed(seed: int, task_id: str, sample: int = 0) -> int:
+    """The seed of one task (and sample): a hash of the run's seed, the task id and the sample
+    index, so it does not depend on the order or the concurrency in which tasks run. Sample 0
+    keeps the seed runs had before samples existed."""
+    salt = f"{seed}:{task_id}" if sample == 0 else f"{seed}:{task_id}#{sample}"
+    digest = hashlib.sha256(salt.encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -82,6 +85,8 @@ class TaskJob(BaseModel):
     """One unit of work, serialisable so that another process or machine can run it."""
 
     task: Task
+    sample: int = 0
+    """Which rollout of the task (``--samples K``)."""
     seed: int
     trajectory: Path
     workspace: Path
@@ -90,9 +95,13 @@ class TaskJob(BaseModel):
 class _TaskModel(Model):
     """A per-task view of a shared model: the same adapter, cache, retries and endpoint limit,
     but its own usage totals (for per-task cost) and a default seed. A fresh object per task
-    also keeps event sinks an agent attaches from crossing between concurrent tasks."""
+    also keeps event sinks an agent attaches from crossing between concurrent tasks.
 
-    def __init__(self, base: Model, seed: int) -> None:
+    Each sample has its own seed, and the seed is part of the reply cache's key, so ``K``
+    samples get ``K`` replies while a resumed run reuses the replies of finished calls.
+    ``sample`` is kept for adapters and caches that want the index itself."""
+
+    def __init__(self, base: Model, seed: int, sample: int = 0) -> None:
         super().__init__(
             base.adapter,
             name=base.name,
@@ -103,6 +112,7 @@ class _TaskModel(Model):
             sink=base.sink,
         )
         self.seed = seed
+        self.sample = sample
 
     async def generate(
         self,
@@ -151,6 +161,12 @@ def _tool_counts(trajectory: Trajectory) -> dict[str, int]:
     return counts
 
 
+def to_agent_task(task: Task) -> AgentTask:
+    """What the agent is given of a benchmark task (the one place a :class:`Task` becomes an
+    :class:`AgentTask`; the prompt preview uses it too)."""
+    return AgentTask(id=task.id, question=task.question, inputs=list(task.files))
+
+
 def _missing_media(task: Task) -> str | None:
     missing = task.missing_files()
     if not missing:
@@ -190,18 +206,23 @@ class TaskExecutor:
         started = time.perf_counter()
         missing = _missing_media(task)
         if missing is not None:
-            return TaskResult.for_task(task, error=missing)
-        trajectory, error = await self._run_agent(job)
-        fields: dict[str, object] = {"wall_s": time.perf_counter() - started}
+            return TaskResult.for_task(
+                task, sample=job.sample, error=missing, error_kind="missing_media"
+            )
+        trajectory, error, kind = await self._run_agent(job)
+        fields: dict[str, object] = {"wall_s": time.perf_counter() - started, "sample": job.sample}
         if trajectory is not None:
             # Usage and cost come from the trajectory, the one record of every call made.
             fields |= {
                 "usage": trajectory.usage,
                 "cost_usd": cost_usd(trajectory.model_calls, self.prices),
                 "tool_calls": _tool_counts(trajectory),
+                "model_calls": len(trajectory.model_calls),
             }
+            if error is not None and kind != "timeout":
+                kind = _model_error_kind(trajectory) or kind
         if error is not None or trajectory is None:
-            return TaskResult.for_task(task, error=error, **fields)
+            return TaskResult.for_task(task, error=error, error_kind=kind, **fields)
         prediction = prediction_text(trajectory)
         result = TaskResult.for_task(
             task,
@@ -210,26 +231,29 @@ class TaskExecutor:
             **fields,
         )
         try:
-            return await score_result(self.scorer, task, result)
+            return await score_result(self.scorer, task, result, trajectory=trajectory)
         except Exception as e:
             if is_setup_error(e):
                 raise RunSetupError(f"stopped while scoring {task.id}: {e}") from None
-            return result.model_copy(update={"error": f"scoring failed: {type(e).__name__}: {e}"})
+            return result.model_copy(
+                update={
+                    "error": f"scoring failed: {type(e).__name__}: {e}",
+                    "error_kind": "scoring",
+                }
+            )
 
-    async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None]:
-        """The agent's trajectory (read back from disk when the agent failed) and why the run
-        failed, if it did."""
+    async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None, str | None]:
+        """The agent's trajectory (read back from disk when the agent failed), why the run
+        failed, if it did, and the kind of that failure."""
         job.workspace.mkdir(parents=True, exist_ok=True)
-        agent_task = AgentTask(
-            id=job.task.id, question=job.task.question, inputs=list(job.task.files)
-        )
+        agent_task = to_agent_task(job.task)
         started = time.perf_counter()
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
             with TrajectoryWriter(job.trajectory) as writer:
                 ctx = AgentContext(
-                    model=_TaskModel(self.model, job.seed),
-                    roles={n: _TaskModel(m, job.seed) for n, m in self.roles.items()},
+                    model=_TaskModel(self.model, job.seed, job.sample),
+                    roles={n: _TaskModel(m, job.seed, job.sample) for n, m in self.roles.items()},
                     tools=self.tools,
                     budgets=self.budgets,
                     workspace=job.workspace,
@@ -241,15 +265,17 @@ class TaskExecutor:
                         trajectory = await self.agent.run(agent_task, ctx)
                 except TimeoutError:
                     error = f"timeout: no answer within {self.timeout_s:g} s"
-                    return _close_failed(writer, "timeout", error, started), error
+                    return _close_failed(writer, "timeout", error, started), error, "timeout"
                 except Exception as e:
                     if is_setup_error(e):
                         raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
                     error = f"agent crashed: {type(e).__name__}: {e}"
-                    return _close_failed(writer, "internal", error, started), error
+                    kind = str(e.kind) if isinstance(e, ModelError) else "crash"
+                    return _close_failed(writer, "internal", error, started), error, kind
         finally:
             _remove_if_empty(job.workspace)
-        return trajectory, _status_error(trajectory)
+        failure = _status_error(trajectory)
+        return trajectory, failure, ("agent" if failure is not None else None)
 
 
 def _close_failed(
@@ -273,6 +299,12 @@ def _close_failed(
         writer.emit(event)
         so_far.events.append(event)
     return so_far
+
+
+def _model_error_kind(trajectory: Trajectory) -> str | None:
+    """The error kind of the last failed model call of a failed run (``connection``, ...)."""
+    failed = [c for c in trajectory.model_calls if c.error is not None]
+    return failed[-1].error_kind if failed and failed[-1].error_kind else None
 
 
 def prediction_text(trajectory: Trajectory) -> str:

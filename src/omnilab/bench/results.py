@@ -26,6 +26,8 @@ class TaskResult(BaseModel):
 
     schema_version: int = RESULT_SCHEMA_VERSION
     task_id: str
+    sample: int = Field(default=0, ge=0)
+    """Which rollout of the task this is (``--samples K`` runs samples 0 .. K-1)."""
     dataset: str | None = None
     prediction: str = ""
     """The agent's final output text, as scored."""
@@ -43,6 +45,11 @@ class TaskResult(BaseModel):
     """Seconds from start to answer."""
     error: str | None = None
     """Why the run failed (timeout, model error, ...); a failed run counts as a wrong answer."""
+    error_kind: str | None = None
+    """What kind of failure ``error`` is: ``missing_media``, ``timeout``, ``crash``, ``scoring``,
+    or the model error kind (``connection``, ``server``, ...) when a model call failed."""
+    model_calls: int = 0
+    """Model calls the agent made (answered, cached or failed); 0 means it never reached one."""
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
     """A copy of the task's metadata, so results group without the dataset file."""
     modalities: str = "none"
@@ -74,6 +81,11 @@ class TaskResult(BaseModel):
         if self.score is None:
             return False if self.error is not None else None
         return self.score.correct
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(task_id, sample)``: what a run folder holds one result for."""
+        return (self.task_id, self.sample)
 
     @property
     def tool_call_count(self) -> int:
