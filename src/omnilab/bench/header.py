@@ -130,7 +130,7 @@ def run_header(
             mode = ", ".join(f"{m} x{n}" for m, n in counts.most_common())
             if len(counts) == 1:
                 mode = next(iter(counts))
-        reason = f"from the capability flags ({origin})"
+        reason = "picked from the model's capability flags"
     if not known:
         notes.append(
             f"{model.name} has no known capability flags: it runs text-only (evidence mode: "

@@ -27,9 +27,11 @@ from omnilab.bench.metrics import DEFAULT_GROUPS
 from omnilab.bench.progress import RichProgress
 from omnilab.bench.reports import analyze_run, compare_sources, open_source, source_metrics
 from omnilab.bench.rescore import SCORER_NAMES, rescore_run, resolve_judges
+from omnilab.bench.results import unequal_failures
 from omnilab.bench.roles import role_model
-from omnilab.bench.run_dir import RunConfig, RunDir, Selection
+from omnilab.bench.run_dir import RunConfig, RunDir, Selection, load_results
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
+from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
@@ -117,8 +119,11 @@ def _render_outcome(outcome: RunOutcome, console: Console) -> None:
     run = RunDir(outcome.run)
     for renderable in summary_tables(outcome.summary, label=f"run {run.path.name}"):
         console.print(renderable)
+    for line in sample_lines(outcome.summary.samples):
+        console.print(line)
+    what = "tasks" if outcome.summary.samples is None else "rollouts (task x sample)"
     console.print(
-        f"{outcome.ran} tasks run now, {outcome.already_done} were done before, "
+        f"{outcome.ran} {what} run now, {outcome.already_done} were done before, "
         f"{outcome.selected} selected; results {run.results_file}, trajectories "
         f"{run.path / 'trajectories'}, metrics {run.metrics_file}"
     )
@@ -437,17 +442,44 @@ def metrics(
     console = _out()
     for renderable in summary_tables(summary, label=source.label, groups=groups):
         console.print(renderable)
+    for line in sample_lines(summary.samples):
+        console.print(line)
 
 
 def compare(
     a: Annotated[Path, typer.Argument(help="Run folder or results file A.", show_default=False)],
     b: Annotated[Path, typer.Argument(help="Run folder or results file B.", show_default=False)],
     by: ByOpt = "level,category",
+    allow_failed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failed",
+            help="Compare even when one run has failed tasks (timeouts, crashes, missing media) "
+            "that the other answered; the difference is then partly failures, not answers.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks."""
+    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks.
+
+    Refuses when one run has failed tasks the other does not (unless --allow-failed, which
+    still prints a warning): a failed run counts as wrong, so the comparison would measure the
+    failures rather than the answers."""
     groups = tuple(_split([by]))
-    comparison = compare_sources(open_source(a), open_source(b), groups=groups)
+    source_a, source_b = open_source(a), open_source(b)
+    unequal = unequal_failures(
+        load_results(source_a.results_file),
+        load_results(source_b.results_file),
+        labels=(source_a.label, source_b.label),
+    )
+    if unequal and not allow_failed:
+        raise BenchError(
+            f"{unequal}; rerun them (omnilab eval --out RUN --resume --retry-failed) or pass "
+            "--allow-failed to compare anyway"
+        )
+    if unequal:
+        _err().print(f"warning: {unequal}", style="bold red", markup=False)
+    comparison = compare_sources(source_a, source_b, groups=groups)
     if json_out:
         typer.echo(comparison.model_dump_json(indent=2))
         return
