@@ -47,9 +47,7 @@ class CountingServer(FakeOpenAIServer):
                         server.in_flight -= 1
 
         self._httpd = _Server(("127.0.0.1", 0), Counting)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
         return self
 
@@ -211,3 +209,14 @@ def test_compare_refuses_runs_with_unequal_failures(tmp_path: Path) -> None:
     output = ok("compare", a, b, "--allow-failed")
     assert "warning: unequal failures" in output and "McNemar" in output
     ok("compare", b, b)
+
+
+def test_ask_prints_the_header_with_the_text_only_warning(tmp_path: Path, image_file: Path) -> None:
+    with CountingServer(default=reply_text("<answer>blue</answer>")) as server:
+        output = ok(
+            "ask", image_file, "What colour?", "-m", f"vllm:test@{server.base_url}",
+            "--out", tmp_path / "ask",
+        )  # fmt: skip
+    assert "agent tir, mode evidence (picked from the model's capability flags)" in output
+    assert "warning: vllm:test@" in output and "runs text-only" in output
+    assert '"vllm:test" = {image = true' in output

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,7 +26,7 @@ from omnilab.models import Model, parse_model_name
 from omnilab.models.capabilities import FAMILIES
 from omnilab.models.errors import ModelConfigError
 
-__all__ = ["RunHeader", "capability_origin", "render_header", "run_header"]
+__all__ = ["RunHeader", "ask_header", "capability_origin", "render_header", "run_header"]
 
 _MEDIA_FLAGS = ("image", "audio", "video", "documents")
 
@@ -187,3 +188,26 @@ def render_header(header: RunHeader) -> list[str]:
         lines.append("; ".join(speed))
     lines.extend(f"warning: {w}" for w in header.warnings)
     return lines
+
+
+def ask_header(
+    files: Sequence[str | Path],
+    *,
+    model: str | None = None,
+    mode: str | None = None,
+    tools: Sequence[str] | None = None,
+    budgets: Mapping[str, Any] | None = None,
+) -> RunHeader:
+    """The header of ``omnilab ask`` on ``files`` (the model named, else the default one)."""
+    from omnilab.inputs import InputSet
+    from omnilab.models import get_model
+
+    given = {k: v for k, v in (budgets or {}).items() if v is not None}
+    return run_header(
+        agent="tir",
+        model=get_model(model),
+        agent_options={"mode": mode} if mode else None,
+        tools=tools,
+        budgets=Budgets(**given),
+        task_files=[list(InputSet.from_paths(files))],
+    )
