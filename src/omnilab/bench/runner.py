@@ -27,16 +27,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from omnilab import __version__
 from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent
 from omnilab.bench.backends import Backend, get_backend
-from omnilab.bench.datasets import load_dataset
+from omnilab.bench.endpoint_guard import (
+    DEAD_ENDPOINT_FAILURES,
+    DeadEndpointGuard,
+    EndpointDownError,
+)
 from omnilab.bench.errors import BenchError
-from omnilab.bench.executor import RunSetupError, TaskExecutor, TaskJob, task_seed
+from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
 from omnilab.bench.header import RunHeader, run_header
 from omnilab.bench.limits import EndpointLimit, endpoint_limit, shared_endpoints
 from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.plan import Rollout, RunPlan, plan_run
 from omnilab.bench.rescore import (
     default_scorer,
     judge_objects,
@@ -45,7 +49,6 @@ from omnilab.bench.rescore import (
 )
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import (
-    ConfigChange,
     ResultLog,
     RunConfig,
     RunDir,
@@ -55,7 +58,6 @@ from omnilab.bench.run_dir import (
     write_atomic,
 )
 from omnilab.bench.scoring import Scorer
-from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import Model, get_model
 
@@ -76,13 +78,6 @@ __all__ = [
 
 ResultSink = Callable[[TaskResult], None]
 HeaderSink = Callable[[RunHeader], None]
-
-DEAD_ENDPOINT_FAILURES = 3
-"""Tasks in a row that fail on a model connection error before the run stops."""
-
-
-class EndpointDownError(RunSetupError):
-    """The model endpoint is dead or unreachable: every task would fail alike."""
 
 
 def new_config(
@@ -194,109 +189,6 @@ class ExecutorRecipe:
         )
 
 
-class Rollout(BaseModel):
-    """One sample of one task still to run."""
-
-    task: Task
-    sample: int = 0
-
-    @property
-    def id(self) -> str:
-        """The task's id."""
-        return self.task.id
-
-
-class RunPlan(BaseModel):
-    """What a run will do: the selected tasks, those already finished, and those left."""
-
-    run: Path
-    config: RunConfig
-    tasks: list[Task]
-    """The selected tasks, in dataset order."""
-    done: list[TaskResult]
-    """Results already in the folder (all of them, selected or not)."""
-    todo: list[Rollout]
-    """Selected tasks and samples without a result, in dataset order, samples in order."""
-    retried: list[str] = []
-    """Failed tasks whose results are dropped to run them again (``retry_failed``)."""
-    changes: list[str] = []
-    """What this resumed run changes in the stored config (endpoint, concurrency, timeouts)."""
-    notes: list[str] = []
-
-
-def plan_run(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, retry_failed: bool = False
-) -> RunPlan:
-    """Load the dataset, select the tasks, and check the folder against ``config``.
-
-    Without ``resume`` the folder must not hold a run yet. With it, the stored config must agree
-    with ``config`` on everything that decides a result (the :class:`BenchError` lists what
-    differs); the selection, the number of samples, endpoint URLs, concurrency, timeouts and the
-    cache may change (each change is recorded in ``run.json``). ``retry_failed`` runs failed
-    tasks again.
-    """
-    run = RunDir(run_dir)
-    notes: list[str] = []
-    changes: list[str] = []
-    done: list[TaskResult] = []
-    if run.is_run():
-        if not resume:
-            raise BenchError(
-                f"{run.path} already holds a run; pass --resume to continue it, or choose "
-                "another --out"
-            )
-        stored = run.read_config()
-        diffs = stored.differences(config)
-        if diffs:
-            raise BenchError(
-                f"cannot resume {run.path}: the config differs ({'; '.join(diffs)}); start a "
-                "new run with another --out, or pass the stored values"
-            )
-        if stored.omnilab_version != __version__:
-            notes.append(f"run started with omnilab {stored.omnilab_version}, now {__version__}")
-        changes = stored.operational_changes(config)
-        history = list(stored.changes)
-        if changes:
-            history.append(ConfigChange(changes=changes))
-            notes.append(f"config change recorded: {'; '.join(changes)}")
-        config = config.model_copy(update={"created": stored.created, "changes": history})
-        done = run.results()
-    elif resume and run.path.exists() and any(run.path.iterdir()):
-        raise BenchError(f"{run.path} is not a run folder (no run.json); cannot resume it")
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
-    tasks = config.selection.apply(loaded.tasks)
-    if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
-    # Only selected tasks: a dropped result outside the selection would never be run again.
-    selected = {t.id for t in tasks}
-    failed = [r for r in done if r.error is not None and r.task_id in selected]
-    retried = list(dict.fromkeys(r.task_id for r in failed)) if retry_failed else []
-    if retry_failed:
-        drop = {r.key for r in failed}
-        done = [r for r in done if r.key not in drop]
-    finished = {r.key for r in done}
-    todo = [
-        Rollout(task=t, sample=k)
-        for t in tasks
-        for k in range(config.samples)
-        if (t.id, k) not in finished
-    ]
-    if loaded.missing_media:
-        missing = len({r.id for r in todo if r.id in loaded.missing_media})
-        if missing:
-            notes.append(f"{missing} tasks miss media files; they will fail (omnilab data check)")
-    return RunPlan(
-        run=run.path,
-        config=config,
-        tasks=tasks,
-        done=done,
-        todo=todo,
-        retried=retried,
-        changes=changes,
-        notes=notes,
-    )
-
-
 class RunOutcome(BaseModel):
     """What a run did and where it wrote."""
 
@@ -357,39 +249,6 @@ def plan_header(
     )
 
 
-class _DeadEndpointGuard:
-    """Holds back results that failed on a model connection error; past the limit in a row the
-    run stops (their results unwritten, so a resume runs them again), and any other result
-    releases the held ones (those tasks really failed)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.held: list[TaskResult] = []
-
-    def admit(self, result: TaskResult) -> list[TaskResult]:
-        """The results to write now; raises :class:`EndpointDownError` past the limit."""
-        if result.error_kind == "connection":
-            self.held.append(result)
-            if len(self.held) >= self.limit:
-                raise EndpointDownError(
-                    f"the model endpoint looks down: {len(self.held)} tasks in a row failed to "
-                    f"connect (last: {result.task_id}: {_first_line(result.error)})"
-                )
-            return []
-        released, self.held = [*self.held, result], []
-        return released
-
-    def flush(self) -> list[TaskResult]:
-        """What is still held when the run ends normally."""
-        released, self.held = self.held, []
-        return released
-
-
-def _first_line(text: str | None) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[0] if lines else "no detail"
-
-
 async def execute(
     plan: RunPlan,
     *,
@@ -427,7 +286,7 @@ async def execute(
         kept = [r for r in run.results() if r.task_id not in drop or r.error is None]
         write_atomic(run.results_file, "".join(r.model_dump_json() + "\n" for r in kept))
     ran = failed = reached = 0
-    guard = _DeadEndpointGuard(dead_endpoint_failures)
+    guard = DeadEndpointGuard(dead_endpoint_failures)
     # The local backend reuses the executor built above; others build their own from the recipe.
     factory = functools.partial(_same, executor) if chosen.name == "local" else recipe
     async with ResultLog(run.results_file) as log:
