@@ -248,32 +248,35 @@ class TaskExecutor:
         job.workspace.mkdir(parents=True, exist_ok=True)
         agent_task = to_agent_task(job.task)
         started = time.perf_counter()
+        writer: TrajectoryWriter | None = None
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
-            with TrajectoryWriter(job.trajectory) as writer:
-                ctx = AgentContext(
-                    model=_TaskModel(self.model, job.seed, job.sample),
-                    roles={n: _TaskModel(m, job.seed, job.sample) for n, m in self.roles.items()},
-                    tools=self.tools,
-                    budgets=self.budgets,
-                    workspace=job.workspace,
-                    trajectory=writer,
-                    on_event=None,
-                )
-                try:
-                    async with asyncio.timeout(self.timeout_s):
-                        trajectory = await self.agent.run(agent_task, ctx)
-                except TimeoutError:
-                    error = f"timeout: no answer within {self.timeout_s:g} s"
-                    return _close_failed(writer, "timeout", error, started), error, "timeout"
-                except Exception as e:
-                    if is_setup_error(e):
-                        raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
-                    error = f"agent crashed: {type(e).__name__}: {e}"
-                    kind = str(e.kind) if isinstance(e, ModelError) else "crash"
-                    return _close_failed(writer, "internal", error, started), error, kind
+            writer = TrajectoryWriter(job.trajectory)
+            ctx = AgentContext(
+                model=_TaskModel(self.model, job.seed, job.sample),
+                roles={n: _TaskModel(m, job.seed, job.sample) for n, m in self.roles.items()},
+                tools=self.tools,
+                budgets=self.budgets,
+                workspace=job.workspace,
+                trajectory=writer,
+                on_event=None,
+            )
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    trajectory = await self.agent.run(agent_task, ctx)
+            except TimeoutError:
+                error = f"timeout: no answer within {self.timeout_s:g} s"
+                return _close_failed(writer, "timeout", error, started), error, "timeout"
+            except Exception as e:
+                if is_setup_error(e):
+                    raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
+                error = f"agent crashed: {type(e).__name__}: {e}"
+                kind = str(e.kind) if isinstance(e, ModelError) else "crash"
+                return _close_failed(writer, "internal", error, started), error, kind
         finally:
-            _remove_if_empty(job.workspace)
+            # Closing syncs the trajectory to disk: a worker thread does it (and the workspace
+            # clean-up), so one task's fsync never stalls the event loop the others run on.
+            await asyncio.shield(asyncio.to_thread(_finish, writer, job.workspace))
         failure = _status_error(trajectory)
         return trajectory, failure, ("agent" if failure is not None else None)
 
@@ -329,6 +332,12 @@ def _status_error(trajectory: Trajectory) -> str | None:
     if status == "incomplete":
         return "agent returned without ending its trajectory"
     return None
+
+
+def _finish(writer: TrajectoryWriter | None, workspace: Path) -> None:
+    if writer is not None:
+        writer.close()
+    _remove_if_empty(workspace)
 
 
 def _remove_if_empty(folder: Path) -> None:
