@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -213,9 +214,13 @@ def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> d
             cmd += ["--model", f"vllm:bench@{server.base_url}", "--scorer", "answer_set"]
             cmd += ["--concurrency", str(concurrency), "--out", str(folder / "run")]
             cmd += ["--no-progress"]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
             wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU seconds of the eval process: unlike wall time, barely moved by other load.
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             raise SystemExit(f"omnilab eval failed: {proc.stderr.strip()[-500:]}")
         arrivals = sorted(server.arrivals)
@@ -229,6 +234,7 @@ def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> d
         results = len((folder / "run" / "results.jsonl").read_text().splitlines())
         return {
             "wall_s": wall,
+            "cpu_s": cpu,
             "ideal_s": tasks * latency / concurrency,
             "requests": len(arrivals),
             "peak_in_flight": peak,
@@ -279,7 +285,8 @@ def main() -> None:
         verdict = "PASS" if ratio <= 1.5 else "FAIL"
         print(
             f"  wall {r['wall_s']:.2f} s (whole process), ideal {r['ideal_s']:.2f} s, ratio "
-            f"{ratio:.2f} (<= 1.5: {verdict}); peak {r['peak_in_flight']} requests in flight; "
+            f"{ratio:.2f} (<= 1.5: {verdict}); eval process CPU {r['cpu_s']:.2f} s; peak "
+            f"{r['peak_in_flight']} requests in flight; "
             f"{r['requests']} requests, {r['results']} results; load after {_load()}"
         )
 

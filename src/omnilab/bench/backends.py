@@ -23,6 +23,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import signal
 from collections.abc import AsyncGenerator, Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, runtime_checkable
@@ -115,6 +116,9 @@ _WORKER: dict[str, object] = {}
 
 
 def _init_worker(make_executor: ExecutorFactory) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the run and ends the workers,
+    # which would otherwise each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER["executor"] = make_executor()
     _WORKER["loop"] = asyncio.new_event_loop()
 
