@@ -3,7 +3,8 @@
 Usage::
 
     python bench/harness.py [--tasks 1000] [--concurrency 64] [--latency 0.2] [--calls 3]
-                            [--out DIR] [--memory-sizes 250,1000,2000]
+                            [--out DIR] [--memory-sizes 250,1000,2000] [--e2e-tasks 1000]
+                            [--only throughput|memory|e2e]
 
 1. Throughput: ``--tasks`` OmniGAIA-format tasks, each with one generated image, run through
    :func:`omnilab.bench.runner.execute` (results appended and fsynced, trajectories written,
@@ -15,6 +16,12 @@ Usage::
 2. Memory: the ``tir`` run in a fresh process per size in ``--memory-sizes``, with a smaller
    latency; the peak resident memory while tasks run, minus the resident memory once the
    dataset is loaded, should not grow with the number of tasks.
+3. End to end over HTTP (``--e2e-tasks``, default 1000): ``omnilab eval jsonl`` as a user runs
+   it, a whole process with default settings, ``--concurrency`` tasks at once, one model call
+   per task, against a local OpenAI-compatible server answering in ``--latency`` seconds, every
+   prompt fresh (an empty reply cache). The ideal is ``tasks x latency / concurrency``; the
+   target is within 1.5x of it, start-up included. The peak of requests in flight at the server
+   is printed too (the per-endpoint limit must not cap it).
 
 The run folder goes under ``--out`` (default: a temporary folder on the system temp disk); its
 file system decides what the fsync of every result and trajectory event costs, so the figures
@@ -27,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -178,6 +186,66 @@ def run_once(
         return asyncio.run(_run(Path(tmp), agent, tasks, concurrency, latency, calls))
 
 
+def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> dict[str, Any]:
+    """``omnilab eval`` in a fresh process against a counting fake server (see the docstring)."""
+    from omnilab.models.fake_server import FakeOpenAIServer, reply_text
+
+    class Counting(FakeOpenAIServer):
+        def __init__(self) -> None:
+            super().__init__(latency_s=latency, default=reply_text("<answer>blue</answer>"))
+            self.arrivals: list[float] = []
+
+        def _next(self, request: Any) -> Any:
+            self.arrivals.append(time.monotonic())
+            return super()._next(request)
+
+    with tempfile.TemporaryDirectory(dir=out, prefix="harness-e2e-") as tmp:
+        folder = Path(tmp)
+        data = folder / "tasks.jsonl"
+        lines = [
+            json.dumps({"id": f"q{i}", "question": f"Fresh question {i}?", "answer": "blue"})
+            for i in range(tasks)
+        ]
+        data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OMNILAB_")}
+        env["OMNILAB_CACHE_DIR"] = str(folder / "cache")  # fresh prompts, empty cache
+        with Counting() as server:
+            cmd = [sys.executable, "-m", "omnilab", "eval", "jsonl", "--data", str(data)]
+            cmd += ["--model", f"vllm:bench@{server.base_url}", "--scorer", "answer_set"]
+            cmd += ["--concurrency", str(concurrency), "--out", str(folder / "run")]
+            cmd += ["--no-progress"]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+            wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU seconds of the eval process: unlike wall time, barely moved by other load.
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if proc.returncode != 0:
+            raise SystemExit(f"omnilab eval failed: {proc.stderr.strip()[-500:]}")
+        arrivals = sorted(server.arrivals)
+        # Requests in flight: each lasts `latency` at the server, so those that arrived within
+        # one latency of each other overlapped.
+        peak, lo = 0, 0
+        for hi, t in enumerate(arrivals):
+            while arrivals[lo] <= t - latency:
+                lo += 1
+            peak = max(peak, hi - lo + 1)
+        results = len((folder / "run" / "results.jsonl").read_text().splitlines())
+        return {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "ideal_s": tasks * latency / concurrency,
+            "requests": len(arrivals),
+            "peak_in_flight": peak,
+            "results": results,
+        }
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
 def _fs(path: Path) -> str:
     proc = subprocess.run(
         ["df", "--output=fstype", str(path)], capture_output=True, text=True, check=False
@@ -193,6 +261,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--memory-sizes", default="250,1000,2000")
+    parser.add_argument("--e2e-tasks", type=int, default=1000)
+    parser.add_argument("--only", choices=("throughput", "memory", "e2e"), default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -200,7 +270,28 @@ def main() -> None:
         print(json.dumps(result))
         return
     where = args.out or Path(tempfile.gettempdir())
-    print(f"run folder on {where} ({_fs(where)}); {os.cpu_count()} CPUs")
+    print(f"run folder on {where} ({_fs(where)}); {os.cpu_count()} CPUs; load {_load()}")
+    if args.only in (None, "throughput"):
+        _throughput(args)
+    if args.only in (None, "memory"):
+        _memory(args)
+    if args.only in (None, "e2e"):
+        print(
+            f"end to end: omnilab eval, {args.e2e_tasks} one-call tasks over HTTP x "
+            f"{args.latency * 1000:.0f} ms, concurrency {args.concurrency}, default settings"
+        )
+        r = run_e2e(args.out, args.e2e_tasks, args.concurrency, args.latency)
+        ratio = r["wall_s"] / r["ideal_s"]
+        verdict = "PASS" if ratio <= 1.5 else "FAIL"
+        print(
+            f"  wall {r['wall_s']:.2f} s (whole process), ideal {r['ideal_s']:.2f} s, ratio "
+            f"{ratio:.2f} (<= 1.5: {verdict}); eval process CPU {r['cpu_s']:.2f} s; peak "
+            f"{r['peak_in_flight']} requests in flight; "
+            f"{r['requests']} requests, {r['results']} results; load after {_load()}"
+        )
+
+
+def _throughput(args: argparse.Namespace) -> None:
     print(
         f"throughput: {args.tasks} tasks x {args.calls} calls x {args.latency * 1000:.0f} ms, "
         f"concurrency {args.concurrency}"
@@ -214,6 +305,9 @@ def main() -> None:
             f"{ratio:.3f} (<= 1.3: {verdict}); {r['result_lines']} result lines, "
             f"{r['correct']} correct, {r['failed']} failed"
         )
+
+
+def _memory(args: argparse.Namespace) -> None:
     print("memory (fresh process per size, latency 20 ms):")
     for size in (int(s) for s in args.memory_sizes.split(",") if s):
         cmd = [sys.executable, __file__, "--child", "--tasks", str(size), "--latency", "0.02"]

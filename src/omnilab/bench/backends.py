@@ -5,10 +5,13 @@ zero-argument factory that builds a :class:`~omnilab.bench.executor.TaskExecutor
 each :class:`~omnilab.bench.results.TaskResult` as soon as its task finishes. The runner
 appends what it yields; scorers, dataset adapters and agents never see the backend.
 
-``local`` runs every task in this process's event loop, at most ``concurrency`` at a time. A
-cluster backend (Ray) fits the same protocol: ship the factory (for runs built from names it is
-``functools.partial(build_executor, config)``, which pickles) to each worker once,
-send jobs, and yield results as they come back; trajectories are written where the job's
+``local`` runs every task in this process's event loop, at most ``concurrency`` at a time.
+``processes`` runs tasks in worker processes (``spawn``ed, so nothing of this process's state
+leaks in): the factory (the runner's :class:`~omnilab.bench.runner.ExecutorRecipe`, which
+pickles) goes to each worker once, each worker builds its own executor and runs one task at a
+time, and results come back as they finish. It suits tasks whose own work (media decoding,
+perception, tools) needs more than one core; model-bound runs go as fast with ``local``. A
+cluster backend (Ray) fits the same protocol; trajectories are written where the job's
 ``trajectory`` path points, so workers need the run folder on a shared file system, or the
 backend copies each file back before yielding its result.
 """
@@ -17,7 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
+import os
+import pickle
+import signal
 from collections.abc import AsyncGenerator, Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, runtime_checkable
 
 from omnilab.bench.errors import BenchError
@@ -25,7 +33,14 @@ from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
 from omnilab.registry import Registry
 
-__all__ = ["BACKENDS", "Backend", "ExecutorFactory", "LocalBackend", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ExecutorFactory",
+    "LocalBackend",
+    "ProcessBackend",
+    "get_backend",
+]
 
 ExecutorFactory = Callable[[], TaskExecutor]
 
@@ -96,6 +111,88 @@ class LocalBackend:
                 await asyncio.gather(*workers, return_exceptions=True)
 
 
+# State of one worker process of ProcessBackend: its executor and its event loop, both made
+# once, so model clients, caches and endpoint limits live as long as the worker.
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(make_executor: ExecutorFactory) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the run and ends the workers,
+    # which would otherwise each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER["executor"] = make_executor()
+    _WORKER["loop"] = asyncio.new_event_loop()
+
+
+def _run_in_worker(job: TaskJob) -> TaskResult:
+    executor = _WORKER["executor"]
+    loop = _WORKER["loop"]
+    assert isinstance(executor, TaskExecutor) and isinstance(loop, asyncio.AbstractEventLoop)
+    return loop.run_until_complete(executor.run(job))
+
+
+class ProcessBackend:
+    """Tasks in worker processes: ``min(concurrency, workers)`` processes, one task each at a
+    time, jobs handed out in order as workers free up (see the module docstring).
+
+    The factory must pickle (:class:`BenchError` otherwise: live objects such as a model built
+    in a notebook may not). Closing the iterator early, or an exception (a
+    :class:`~omnilab.bench.executor.RunSetupError` raised in a worker comes back as itself),
+    terminates the workers.
+    """
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+
+    async def run(
+        self, jobs: Iterable[TaskJob], make_executor: ExecutorFactory, *, concurrency: int
+    ) -> AsyncGenerator[TaskResult, None]:
+        """See :class:`Backend`."""
+        if concurrency < 1:
+            raise BenchError(f"concurrency must be at least 1 (got {concurrency})")
+        try:
+            pickle.dumps(make_executor)
+        except Exception as e:
+            raise BenchError(
+                f"the processes backend cannot send this run to worker processes ({e}); "
+                "use --backend local"
+            ) from None
+        size = min(concurrency, self.workers)
+        pool = ProcessPoolExecutor(
+            max_workers=size,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(make_executor,),
+        )
+        loop = asyncio.get_running_loop()
+        pending = iter(jobs)
+        running: set[asyncio.Future[TaskResult]] = set()
+
+        def submit() -> None:
+            job = next(pending, None)
+            if job is not None:
+                running.add(asyncio.wrap_future(pool.submit(_run_in_worker, job), loop=loop))
+
+        try:
+            for _ in range(size):
+                submit()
+            while running:
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:
+                    running.discard(future)
+                    submit()  # keep every worker busy while the result is handed over
+                    yield future.result()
+        finally:
+            for future in running:
+                future.cancel()
+            # Running tasks cannot be cancelled inside a worker: end the workers themselves.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _as_factory(value: object) -> Callable[[], Backend]:
     if not callable(value):
         raise TypeError(f"a backend factory must be callable, got {type(value).__name__}")
@@ -105,7 +202,7 @@ def _as_factory(value: object) -> Callable[[], Backend]:
 BACKENDS: Registry[Callable[[], Backend]] = Registry(
     "backend",
     group="omnilab.backends",
-    entries={"local": LocalBackend},
+    entries={"local": LocalBackend, "processes": ProcessBackend},
     error=BenchError,
     coerce=_as_factory,
 )

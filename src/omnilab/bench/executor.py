@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab.agents.base import Agent, AgentConfigError, AgentContext, Budgets
-from omnilab.bench.agent_task import agent_task as to_agent_task
+from omnilab.agents.base import Agent, AgentConfigError, AgentContext, AgentTask, Budgets
+from omnilab.bench.agent_task import agent_task
 from omnilab.bench.errors import BenchError
 from omnilab.bench.rescore import score_result
 from omnilab.bench.results import TaskResult
@@ -52,6 +52,7 @@ __all__ = [
     "prediction_text",
     "price_of",
     "task_seed",
+    "to_agent_task",
 ]
 
 _SETUP_KINDS = frozenset({ErrorKind.AUTH, ErrorKind.NOT_FOUND})
@@ -68,10 +69,12 @@ def is_setup_error(error: BaseException) -> bool:
     return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
 
 
-def task_seed(seed: int, task_id: str) -> int:
-    """The seed of one task: a hash of the run's seed and the task id, so it does not depend on
-    the order or the concurrency in which tasks run."""
-    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+def task_seed(seed: int, task_id: str, sample: int = 0) -> int:
+    """The seed of one task (and sample): a hash of the run's seed, the task id and the sample
+    index, so it does not depend on the order or the concurrency in which tasks run. Sample 0
+    keeps the seed runs had before samples existed."""
+    salt = f"{seed}:{task_id}" if sample == 0 else f"{seed}:{task_id}#{sample}"
+    digest = hashlib.sha256(salt.encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -79,6 +82,8 @@ class TaskJob(BaseModel):
     """One unit of work, serialisable so that another process or machine can run it."""
 
     task: Task
+    sample: int = 0
+    """Which rollout of the task (``--samples K``)."""
     seed: int
     trajectory: Path
     workspace: Path
@@ -115,6 +120,12 @@ def _tool_counts(trajectory: Trajectory) -> dict[str, int]:
     for call in trajectory.tool_calls:
         counts[call.name] = counts.get(call.name, 0) + 1
     return counts
+
+
+def to_agent_task(task: Task) -> AgentTask:
+    """What the agent is given of a benchmark task (the one place a :class:`Task` becomes an
+    :class:`AgentTask`; the prompt preview uses it too)."""
+    return agent_task(task)
 
 
 def _missing_media(task: Task) -> str | None:
@@ -156,18 +167,23 @@ class TaskExecutor:
         started = time.perf_counter()
         missing = _missing_media(task)
         if missing is not None:
-            return TaskResult.for_task(task, error=missing)
-        trajectory, error = await self._run_agent(job)
-        fields: dict[str, object] = {"wall_s": time.perf_counter() - started}
+            return TaskResult.for_task(
+                task, sample=job.sample, error=missing, error_kind="missing_media"
+            )
+        trajectory, error, kind = await self._run_agent(job)
+        fields: dict[str, object] = {"wall_s": time.perf_counter() - started, "sample": job.sample}
         if trajectory is not None:
             # Usage and cost come from the trajectory, the one record of every call made.
             fields |= {
                 "usage": trajectory.usage,
                 "cost_usd": cost_usd(trajectory.model_calls, self.prices),
                 "tool_calls": _tool_counts(trajectory),
+                "model_calls": len(trajectory.model_calls),
             }
+            if error is not None and kind != "timeout":
+                kind = _model_error_kind(trajectory) or kind
         if error is not None or trajectory is None:
-            return TaskResult.for_task(task, error=error, **fields)
+            return TaskResult.for_task(task, error=error, error_kind=kind, **fields)
         prediction = prediction_text(trajectory)
         result = TaskResult.for_task(
             task,
@@ -176,45 +192,56 @@ class TaskExecutor:
             **fields,
         )
         try:
-            return await score_result(self.scorer, task, result)
+            return await score_result(self.scorer, task, result, trajectory=trajectory)
         except Exception as e:
             if is_setup_error(e):
                 raise RunSetupError(f"stopped while scoring {task.id}: {e}") from None
-            return result.model_copy(update={"error": f"scoring failed: {type(e).__name__}: {e}"})
+            return result.model_copy(
+                update={
+                    "error": f"scoring failed: {type(e).__name__}: {e}",
+                    "error_kind": "scoring",
+                }
+            )
 
-    async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None]:
-        """The agent's trajectory (read back from disk when the agent failed) and why the run
-        failed, if it did."""
+    async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None, str | None]:
+        """The agent's trajectory (read back from disk when the agent failed), why the run
+        failed, if it did, and the kind of that failure."""
         job.workspace.mkdir(parents=True, exist_ok=True)
         agent_task = to_agent_task(job.task)
         started = time.perf_counter()
+        writer: TrajectoryWriter | None = None
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
-            with TrajectoryWriter(job.trajectory) as writer:
-                ctx = AgentContext(
-                    # Per-task views: own usage totals, the task's seed, no crossing sinks.
-                    model=self.model.bound(seed=job.seed),
-                    roles={n: m.bound(seed=job.seed) for n, m in self.roles.items()},
-                    tools=self.tools,
-                    budgets=self.budgets,
-                    workspace=job.workspace,
-                    trajectory=writer,
-                    on_event=None,
-                )
-                try:
-                    async with asyncio.timeout(self.timeout_s):
-                        trajectory = await self.agent.run(agent_task, ctx)
-                except TimeoutError:
-                    error = f"timeout: no answer within {self.timeout_s:g} s"
-                    return _close_failed(writer, "timeout", error, started), error
-                except Exception as e:
-                    if is_setup_error(e):
-                        raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
-                    error = f"agent crashed: {type(e).__name__}: {e}"
-                    return _close_failed(writer, "internal", error, started), error
+            writer = TrajectoryWriter(job.trajectory)
+            ctx = AgentContext(
+                # Per-task views: own usage totals, the sample's seed and cache key, no
+                # crossing sinks.
+                model=self.model.bound(seed=job.seed, sample=job.sample),
+                roles={n: m.bound(seed=job.seed, sample=job.sample) for n, m in self.roles.items()},
+                tools=self.tools,
+                budgets=self.budgets,
+                workspace=job.workspace,
+                trajectory=writer,
+                on_event=None,
+            )
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    trajectory = await self.agent.run(agent_task, ctx)
+            except TimeoutError:
+                error = f"timeout: no answer within {self.timeout_s:g} s"
+                return _close_failed(writer, "timeout", error, started), error, "timeout"
+            except Exception as e:
+                if is_setup_error(e):
+                    raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
+                error = f"agent crashed: {type(e).__name__}: {e}"
+                kind = str(e.kind) if isinstance(e, ModelError) else "crash"
+                return _close_failed(writer, "internal", error, started), error, kind
         finally:
-            _remove_if_empty(job.workspace)
-        return trajectory, _status_error(trajectory)
+            # Closing syncs the trajectory to disk: a worker thread does it (and the workspace
+            # clean-up), so one task's fsync never stalls the event loop the others run on.
+            await asyncio.shield(asyncio.to_thread(_finish, writer, job.workspace))
+        failure = _status_error(trajectory)
+        return trajectory, failure, ("agent" if failure is not None else None)
 
 
 def _close_failed(
@@ -240,6 +267,12 @@ def _close_failed(
     return so_far
 
 
+def _model_error_kind(trajectory: Trajectory) -> str | None:
+    """The error kind of the last failed model call of a failed run (``connection``, ...)."""
+    failed = [c for c in trajectory.model_calls if c.error is not None]
+    return failed[-1].error_kind if failed and failed[-1].error_kind else None
+
+
 def prediction_text(trajectory: Trajectory) -> str:
     """The text the scorer reads: the final answer message whole (its ``<answer>`` span and the
     words around it), else the last assistant text of a run that ended without an answer."""
@@ -262,6 +295,12 @@ def _status_error(trajectory: Trajectory) -> str | None:
     if status == "incomplete":
         return "agent returned without ending its trajectory"
     return None
+
+
+def _finish(writer: TrajectoryWriter | None, workspace: Path) -> None:
+    if writer is not None:
+        writer.close()
+    _remove_if_empty(workspace)
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from omnilab.bench.results import TaskResult
+from omnilab.bench.samples import SampleStats, sample_stats
 from omnilab.bench.stats import Interval, McNemarResult, bootstrap_ci, mcnemar_test
 
 __all__ = [
@@ -242,6 +243,8 @@ class RunSummary(BaseModel):
     wall_time: WallTimeStats
     failed_runs: int
     """Tasks whose run failed (counted as wrong)."""
+    samples: SampleStats | None = None
+    """Mean over samples and pass@k, for runs with several samples per task."""
 
 
 def summarize(
@@ -272,6 +275,7 @@ def summarize(
         non_empty_rate=non_empty_rate(results),
         wall_time=wall_time_stats(results),
         failed_runs=sum(1 for r in results if r.error is not None),
+        samples=sample_stats(results),
     )
 
 
@@ -283,8 +287,8 @@ def compare_runs(
     exact_below: int = 25,
 ) -> McNemarResult:
     """McNemar's test of runs ``a`` and ``b`` over the tasks both contain (matched by id)."""
-    by_id = {r.task_id: r for r in b}
-    pairs = [(r, by_id[r.task_id]) for r in a if r.task_id in by_id]
+    by_key = {r.key: r for r in b}  # task and sample: samples pair with their namesakes
+    pairs = [(r, by_key[r.key]) for r in a if r.key in by_key]
     decided = [
         (va, vb)
         for va, vb in ((_verdict(x, measure), _verdict(y, measure)) for x, y in pairs)

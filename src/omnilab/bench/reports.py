@@ -124,7 +124,7 @@ def compare_sources(a: Source, b: Source, *, groups: tuple[str, ...]) -> Compari
 def trajectory_trace(run: RunDir, result: TaskResult) -> str:
     """The trace the analyst reads: the task's trajectory step by step (start and end kept
     when it is very long), else the result alone (tool counts, error, output)."""
-    path = run.trajectory_file(result.task_id)
+    path = run.trajectory_file(result.task_id, result.sample)
     try:
         text = render_text(read_trajectory(path), width=2000)
     except TrajectoryError:

@@ -27,6 +27,7 @@ from omnilab.bench.scoring.registry import SCORERS
 from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import Model
+from omnilab.trajectory import Trajectory, read_trajectory
 
 __all__ = [
     "SCORER_NAMES",
@@ -35,6 +36,7 @@ __all__ = [
     "default_scorer",
     "judge_objects",
     "make_scorer",
+    "needs_trajectory",
     "rescore_run",
     "resolve_judges",
     "score_result",
@@ -99,8 +101,18 @@ def judge_objects(scorer: str, names: Sequence[str]) -> list[Model]:
     return [role_model("judge", n) for n in names]
 
 
-async def score_result(scorer: Scorer, task: Task, result: TaskResult) -> TaskResult:
+def needs_trajectory(scorer: object) -> bool:
+    """Whether ``scorer`` declares ``needs_trajectory = True``: its ``score`` then takes the
+    task's trajectory as the keyword ``trajectory`` (process rewards, tool-use checks)."""
+    return bool(getattr(scorer, "needs_trajectory", False))
+
+
+async def score_result(
+    scorer: Scorer, task: Task, result: TaskResult, *, trajectory: Trajectory | None = None
+) -> TaskResult:
     """``result`` with a fresh score of its prediction; a failed run stays as it is.
+
+    A scorer that declares ``needs_trajectory`` gets ``trajectory`` too.
 
     A task the scorer cannot read (an MCQ label that is no option letter, a label without a
     number) becomes a failed task with the reason; model setup errors (bad key, unknown model)
@@ -109,7 +121,10 @@ async def score_result(scorer: Scorer, task: Task, result: TaskResult) -> TaskRe
     if result.error is not None:
         return result
     try:
-        score = await scorer.score(task, result.prediction)
+        if needs_trajectory(scorer):
+            score = await scorer.score(task, result.prediction, trajectory=trajectory)  # type: ignore[call-arg]
+        else:
+            score = await scorer.score(task, result.prediction)
     except ValueError as e:
         return result.model_copy(update={"score": None, "error": f"cannot score: {e}"})
     extracted = score.extracted if score.extracted is not None else result.extracted
@@ -192,7 +207,11 @@ async def rescore_run(
 
     async def one(result: TaskResult) -> TaskResult:
         async with limit:
-            return await score_result(active, tasks[result.task_id], result)
+            trajectory = None
+            if needs_trajectory(active) and result.error is None:
+                path = run.trajectory_file(result.task_id, result.sample)
+                trajectory = await asyncio.to_thread(read_trajectory, path)
+            return await score_result(active, tasks[result.task_id], result, trajectory=trajectory)
 
     rescored: list[TaskResult] = []
     async with ResultLog(partial) as log:

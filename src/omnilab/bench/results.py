@@ -16,7 +16,14 @@ from omnilab.bench.scoring.base import Score
 from omnilab.bench.task import Task, TaskMetadata
 from omnilab.models import Usage
 
-__all__ = ["RESULT_SCHEMA_VERSION", "TaskResult", "append_result", "read_results", "write_results"]
+__all__ = [
+    "RESULT_SCHEMA_VERSION",
+    "TaskResult",
+    "append_result",
+    "read_results",
+    "unequal_failures",
+    "write_results",
+]
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -26,6 +33,8 @@ class TaskResult(BaseModel):
 
     schema_version: int = RESULT_SCHEMA_VERSION
     task_id: str
+    sample: int = Field(default=0, ge=0)
+    """Which rollout of the task this is (``--samples K`` runs samples 0 .. K-1)."""
     dataset: str | None = None
     prediction: str = ""
     """The agent's final output text, as scored."""
@@ -43,6 +52,11 @@ class TaskResult(BaseModel):
     """Seconds from start to answer."""
     error: str | None = None
     """Why the run failed (timeout, model error, ...); a failed run counts as a wrong answer."""
+    error_kind: str | None = None
+    """What kind of failure ``error`` is: ``missing_media``, ``timeout``, ``crash``, ``scoring``,
+    or the model error kind (``connection``, ``server``, ...) when a model call failed."""
+    model_calls: int = 0
+    """Model calls the agent made (answered, cached or failed); 0 means it never reached one."""
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
     """A copy of the task's metadata, so results group without the dataset file."""
     modalities: str = "none"
@@ -74,6 +88,11 @@ class TaskResult(BaseModel):
         if self.score is None:
             return False if self.error is not None else None
         return self.score.correct
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(task_id, sample)``: what a run folder holds one result for."""
+        return (self.task_id, self.sample)
 
     @property
     def tool_call_count(self) -> int:
@@ -128,3 +147,28 @@ def read_results(path: Path) -> list[TaskResult]:
                 f"{path} line {number} is not a task result ({where}: {first['msg']})"
             ) from None
     return results
+
+
+def unequal_failures(
+    a: Iterable[TaskResult], b: Iterable[TaskResult], *, labels: tuple[str, str] = ("A", "B")
+) -> str | None:
+    """What makes a comparison of two runs unfair: tasks (and samples) both runs hold that
+    failed (timeout, crash, missing media) in one run but not in the other, as one line;
+    ``None`` when there are none. A failed run counts as wrong, so such a comparison would
+    measure the failures rather than the answers."""
+    by_a = {r.key: r for r in a}
+    by_b = {r.key: r for r in b}
+    shared = by_a.keys() & by_b.keys()
+    only_a = sorted(k for k in shared if by_a[k].error and not by_b[k].error)
+    only_b = sorted(k for k in shared if by_b[k].error and not by_a[k].error)
+
+    def listed(keys: list[tuple[str, int]]) -> str:
+        names = [t if s == 0 else f"{t}#{s}" for t, s in keys[:3]]
+        return ", ".join(names) + (" ..." if len(keys) > 3 else "")
+
+    parts = [
+        f"{len(keys)} failed in {label} only ({listed(keys)})"
+        for keys, label in ((only_a, labels[0]), (only_b, labels[1]))
+        if keys
+    ]
+    return "unequal failures: " + "; ".join(parts) if parts else None

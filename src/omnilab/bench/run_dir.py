@@ -4,9 +4,10 @@
 
     <run>/
       run.json                 RunConfig: what was run (dataset, agent, models, judge, seed, ...)
-      results.jsonl            one TaskResult per finished task, appended as each finishes
-      trajectories/<id>.jsonl  the event stream of each task
-      workspaces/<id>/         files an agent left in its workspace (empty ones are removed)
+      results.jsonl            one TaskResult per finished task and sample, appended as each finishes
+      trajectories/<id>.jsonl  the event stream of each task (sample 0)
+      trajectories/<id>~<k>.jsonl  the event stream of sample k > 0 (``--samples``)
+      workspaces/<id>[~<k>]/   files an agent left in its workspace (empty ones are removed)
       metrics.json             the RunSummary of results.jsonl
       scores/<name>.jsonl      the results re-scored by another scorer or judge
       scores/<name>.json       what that re-scoring used
@@ -18,8 +19,6 @@ A task id becomes a file name by :func:`file_stem`. Nothing here talks to a mode
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import os
@@ -34,19 +33,24 @@ from pydantic import BaseModel, Field, ValidationError
 from omnilab import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
+from omnilab.bench.result_log import ResultLog, repair_tail
 from omnilab.bench.results import TaskResult, read_results
 from omnilab.bench.task import Task
+from omnilab.models import ModelConfigError, parse_model_name
 
 __all__ = [
     "RUN_SCHEMA_VERSION",
+    "ConfigChange",
     "ResultLog",
     "RunConfig",
     "RunDir",
     "Selection",
     "file_stem",
     "load_results",
+    "model_identity",
     "redact_url",
     "repair_tail",
+    "sample_stem",
     "sha256_file",
     "write_atomic",
 ]
@@ -69,11 +73,35 @@ _IDENTITY = (
     "roles",
     "tools",
     "budgets",
-    "task_timeout_s",
     "scorer",
     "judges",
     "seed",
 )
+# Fields a resumed run may change: where the model is served and how fast the run goes. Keys are
+# never stored, so a new key is no change at all.
+_OPERATIONAL = ("model", "roles", "judges", "task_timeout_s", "concurrency", "backend", "cache")
+# Model names compare without their endpoint: the same model served elsewhere gives the same
+# results, another model does not.
+_NAMED_MODELS = ("model", "roles", "judges")
+
+
+def model_identity(name: str) -> str:
+    """``provider:model`` without the ``@base_url`` (a resumed run may move the endpoint)."""
+    try:
+        parsed = parse_model_name(name)
+    except ModelConfigError:
+        return name
+    return f"{parsed.provider}:{parsed.model}"
+
+
+def _identity_value(key: str, value: Any) -> Any:
+    if key == "model":
+        return model_identity(value)
+    if key == "roles":
+        return {k: model_identity(v) for k, v in value.items()}
+    if key == "judges":
+        return [model_identity(v) for v in value]
+    return value
 
 
 def file_stem(task_id: str) -> str:
@@ -84,6 +112,13 @@ def file_stem(task_id: str) -> str:
     cleaned = _UNSAFE_CHARS.sub("_", task_id).strip("._")[:100] or "task"
     digest = hashlib.sha256(task_id.encode("utf-8")).hexdigest()[:10]
     return f"{cleaned}-{digest}"
+
+
+def sample_stem(task_id: str, sample: int) -> str:
+    """The file stem of one sample of a task: ``file_stem(id)``, with ``~k`` for sample k > 0
+    (``~`` never occurs in a stem, so no task id collides with another's sample)."""
+    stem = file_stem(task_id)
+    return stem if sample == 0 else f"{stem}~{sample}"
 
 
 def redact_url(name: str) -> str:
@@ -132,6 +167,14 @@ class Selection(BaseModel):
         return chosen[: self.limit] if self.limit is not None else chosen
 
 
+class ConfigChange(BaseModel):
+    """What a resumed run changed in the config (endpoint, concurrency, timeouts), and when."""
+
+    at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    changes: list[str]
+    """One entry per field: ``concurrency: 8 -> 32``."""
+
+
 class RunConfig(BaseModel):
     """What a run is: enough to repeat it, and to refuse resuming it with something else.
 
@@ -163,12 +206,21 @@ class RunConfig(BaseModel):
     backend: str = "local"
     concurrency: int | None = Field(default=None, ge=1)
     """Tasks at once when the run was last started (a resumed run keeps it unless told)."""
+    samples: int = Field(default=1, ge=1)
+    """Rollouts per task (``--samples K``); each has its own seed, result and trajectory."""
+    cache: bool = True
+    """Whether model replies are cached (a rerun of a finished call asks nothing)."""
     omnilab_version: str = __version__
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    changes: list[ConfigChange] = Field(default_factory=list)
+    """Operational changes made by resumed runs (endpoint, concurrency, timeouts), oldest first."""
+    header: dict[str, Any] | None = None
+    """The run header printed when the run last started (agent, mode, tools, limits, ...)."""
 
     def differences(self, other: RunConfig) -> list[str]:
         """What differs between two configs in a way that would mix results, one entry each:
-        ``model: scripted:a.json (stored) vs scripted:b.json (now)``."""
+        ``model: scripted:a.json (stored) vs scripted:b.json (now)``. Model names compare
+        without their ``@base_url``."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
         keys = list(_IDENTITY)
         if self.data_sha256 and self.data_sha256 == other.data_sha256:
@@ -176,6 +228,16 @@ class RunConfig(BaseModel):
         return [
             f"{key}: {_short(mine[key])} (stored) vs {_short(theirs[key])} (now)"
             for key in keys
+            if _identity_value(key, mine[key]) != _identity_value(key, theirs[key])
+        ]
+
+    def operational_changes(self, other: RunConfig) -> list[str]:
+        """What ``other`` changes that a resumed run may change (endpoint URLs, concurrency,
+        timeouts, backend, cache), one entry each: ``concurrency: 8 -> 32``."""
+        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        return [
+            f"{key}: {_short(mine[key])} -> {_short(theirs[key])}"
+            for key in _OPERATIONAL
             if mine[key] != theirs[key]
         ]
 
@@ -219,13 +281,13 @@ class RunDir:
         """``scores/``."""
         return self.path / "scores"
 
-    def trajectory_file(self, task_id: str) -> Path:
-        """``trajectories/<id>.jsonl``."""
-        return self.path / "trajectories" / f"{file_stem(task_id)}.jsonl"
+    def trajectory_file(self, task_id: str, sample: int = 0) -> Path:
+        """``trajectories/<id>.jsonl`` (sample 0), ``trajectories/<id>~<k>.jsonl`` (sample k)."""
+        return self.path / "trajectories" / f"{sample_stem(task_id, sample)}.jsonl"
 
-    def workspace(self, task_id: str) -> Path:
-        """``workspaces/<id>/``."""
-        return self.path / "workspaces" / file_stem(task_id)
+    def workspace(self, task_id: str, sample: int = 0) -> Path:
+        """``workspaces/<id>/`` (sample 0), ``workspaces/<id>~<k>/`` (sample k)."""
+        return self.path / "workspaces" / sample_stem(task_id, sample)
 
     def scores_file(self, name: str) -> Path:
         """``scores/<name>.jsonl``."""
@@ -252,7 +314,8 @@ class RunDir:
             raise BenchError(f"cannot write {self.config_file}: {e.strerror or e}") from None
 
     def results(self) -> list[TaskResult]:
-        """The results of ``results.jsonl`` (none if it does not exist), one per task."""
+        """The results of ``results.jsonl`` (none if it does not exist), one per task and
+        sample."""
         if not self.results_file.exists():
             return []
         return load_results(self.results_file)
@@ -275,97 +338,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def load_results(path: Path) -> list[TaskResult]:
-    """The results of a JSON Lines file, one per task id: where a task repeats (a file written
-    by hand or merged), the last record wins, in the position of the first."""
-    by_id: dict[str, TaskResult] = {}
+    """The results of a JSON Lines file, one per task id and sample: where one repeats (a file
+    written by hand or merged), the last record wins, in the position of the first."""
+    by_key: dict[tuple[str, int], TaskResult] = {}
     for result in read_results(path):
-        by_id[result.task_id] = result
-    return list(by_id.values())
-
-
-def repair_tail(path: Path) -> bool:
-    """Cut a partial last line (a process killed mid-write) so that appending starts on a fresh
-    line; returns whether anything was cut."""
-    if not path.exists():
-        return False
-    size = path.stat().st_size
-    if size == 0:
-        return False
-    with path.open("rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return False
-        # Walk back block by block to the last newline; results are a few KB each.
-        end = size
-        while end > 0:
-            start = max(0, end - 65536)
-            f.seek(start)
-            block = f.read(end - start)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                f.truncate(start + cut + 1)
-                return True
-            end = start
-        f.truncate(0)
-        return True
-
-
-class ResultLog:
-    """Appends results to ``results.jsonl``, one line per task.
-
-    Each line is written and flushed at once, so a killed process loses nothing that was
-    appended; ``fsync`` runs in a worker thread after every append (appends made while one runs
-    share the next), so a slow disk never stalls the event loop. Open with ``async with``.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.repaired = False
-        """Whether a cut-off last line was removed on opening."""
-        self._file: Any = None
-        self._dirty = asyncio.Event()
-        self._closing = False
-        self._syncer: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> ResultLog:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.repaired = repair_tail(self.path)
-            self._file = self.path.open("a", encoding="utf-8")
-        except OSError as e:
-            raise BenchError(f"cannot write results to {self.path}: {e.strerror or e}") from None
-        self._syncer = asyncio.create_task(self._sync_loop())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def append(self, result: TaskResult) -> None:
-        """Write one result line now (the fsync follows in the background)."""
-        if self._file is None:
-            raise RuntimeError("ResultLog is not open")
-        self._file.write(result.model_dump_json() + "\n")
-        self._file.flush()
-        self._dirty.set()
-
-    async def _sync_loop(self) -> None:
-        fd = self._file.fileno()
-        while not self._closing:
-            await self._dirty.wait()
-            self._dirty.clear()
-            await asyncio.to_thread(os.fsync, fd)
-
-    async def aclose(self) -> None:
-        """Fsync what was written and close the file (also while the run is being cancelled)."""
-        if self._file is None:
-            return
-        self._closing = True
-        self._dirty.set()
-        if self._syncer is not None:
-            # Let the syncer finish its fsync rather than cancel it: a cancelled to_thread
-            # leaves the thread running on a descriptor about to be closed.
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(self._syncer)
-        os.fsync(self._file.fileno())
-        self._file.close()
-        self._file = None
+        by_key[result.key] = result
+    return list(by_key.values())

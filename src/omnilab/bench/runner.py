@@ -3,8 +3,13 @@
 ``plan_run`` loads the dataset, selects the tasks and checks the run folder (a resumed run must
 have the same config); ``execute`` runs what is left through a backend and appends each result
 to ``results.jsonl`` the moment it exists; ``evaluate`` does both. A run is deterministic in
-what it runs: tasks start in dataset order and each task's seed depends only on the run's seed
-and the task id, never on scheduling.
+what it runs: tasks start in dataset order and each task's seed depends only on the run's seed,
+the task id and the sample index, never on scheduling. With ``samples = K`` every task runs K
+times (samples 0 .. K-1), each with its own seed, result and trajectory.
+
+A dead endpoint stops the run: after :data:`DEAD_ENDPOINT_FAILURES` tasks in a row fail on a
+model connection error, :class:`EndpointDownError` is raised and those tasks' results are not
+written, so ``--resume`` runs them again.
 
 Interrupting a run (Ctrl-C, cancellation) cancels the tasks in flight and keeps every result
 already written; a killed process loses at most the line being written, which the next
@@ -14,6 +19,7 @@ already written; a killed process loses at most the line being written, which th
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +27,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from omnilab import __version__
 from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent
 from omnilab.bench.backends import Backend, get_backend
-from omnilab.bench.datasets import load_dataset
+from omnilab.bench.endpoint_guard import (
+    DEAD_ENDPOINT_FAILURES,
+    DeadEndpointGuard,
+    EndpointDownError,
+)
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
+from omnilab.bench.header import RunHeader, run_header
+from omnilab.bench.limits import EndpointLimit, endpoint_limit, shared_endpoints
 from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.plan import Rollout, RunPlan, plan_run
 from omnilab.bench.rescore import (
     default_scorer,
     judge_objects,
@@ -46,12 +58,15 @@ from omnilab.bench.run_dir import (
     write_atomic,
 )
 from omnilab.bench.scoring import Scorer
-from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import Model, get_model
 
 __all__ = [
+    "DEAD_ENDPOINT_FAILURES",
     "Components",
+    "EndpointDownError",
+    "ExecutorRecipe",
+    "Rollout",
     "RunOutcome",
     "RunPlan",
     "build_executor",
@@ -62,6 +77,7 @@ __all__ = [
 ]
 
 ResultSink = Callable[[TaskResult], None]
+HeaderSink = Callable[[RunHeader], None]
 
 
 def new_config(
@@ -82,6 +98,8 @@ def new_config(
     selection: Selection | None = None,
     backend: str = "local",
     concurrency: int | None = None,
+    samples: int = 1,
+    cache: bool = True,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given."""
@@ -107,6 +125,8 @@ def new_config(
         selection=selection or Selection(),
         backend=backend,
         concurrency=concurrency,
+        samples=samples,
+        cache=cache,
     )
 
 
@@ -120,16 +140,26 @@ class Components:
     roles: dict[str, Model] = field(default_factory=dict)
 
 
-def build_executor(config: RunConfig, components: Components | None = None) -> TaskExecutor:
+def build_executor(
+    config: RunConfig,
+    components: Components | None = None,
+    *,
+    endpoint_concurrency: int | None = None,
+) -> TaskExecutor:
     """The executor of ``config``: agent, models and scorer built from their names, except
-    those ``components`` provides. Bad names fail here, before any task starts."""
+    those ``components`` provides. Bad names fail here, before any task starts.
+
+    Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
+    nothing twice) and allow ``endpoint_concurrency`` calls in flight per endpoint when given.
+    """
     parts = components or Components()
     agent = parts.agent or get_agent(config.agent, **config.agent_options)
-    # Evaluation caches model replies, so a rerun of a task asks nothing twice.
-    model = parts.model or get_model(config.model, cache=True)
-    roles = {
-        name: parts.roles.get(name) or get_model(m, cache=True) for name, m in config.roles.items()
-    }
+
+    def named(name: str) -> Model:
+        return get_model(name, cache=config.cache, concurrency=endpoint_concurrency)
+
+    model = parts.model or named(config.model)
+    roles = {name: parts.roles.get(name) or named(m) for name, m in config.roles.items()}
     roles.update(parts.roles)
     scorer = parts.scorer or make_scorer(config.scorer, judge_objects(config.scorer, config.judges))
     return TaskExecutor(
@@ -143,82 +173,20 @@ def build_executor(config: RunConfig, components: Components | None = None) -> T
     )
 
 
-class RunPlan(BaseModel):
-    """What a run will do: the selected tasks, those already finished, and those left."""
+@dataclass(frozen=True)
+class ExecutorRecipe:
+    """A picklable factory of a run's :class:`TaskExecutor`: the config, the live components
+    (which must pickle themselves for a backend that ships the recipe to other processes) and
+    the per-endpoint limit. ``recipe()`` builds a fresh executor."""
 
-    run: Path
     config: RunConfig
-    tasks: list[Task]
-    """The selected tasks, in dataset order."""
-    done: list[TaskResult]
-    """Results already in the folder (all of them, selected or not)."""
-    todo: list[Task]
-    """Selected tasks without a result, in dataset order."""
-    retried: list[str] = []
-    """Failed tasks whose results are dropped to run them again (``retry_failed``)."""
-    notes: list[str] = []
+    components: Components | None = None
+    endpoint_concurrency: int | None = None
 
-
-def plan_run(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, retry_failed: bool = False
-) -> RunPlan:
-    """Load the dataset, select the tasks, and check the folder against ``config``.
-
-    Without ``resume`` the folder must not hold a run yet. With it, the stored config must agree
-    with ``config`` on everything that decides a result (the :class:`BenchError` lists what
-    differs); the selection may change. ``retry_failed`` runs failed tasks again.
-    """
-    run = RunDir(run_dir)
-    notes: list[str] = []
-    done: list[TaskResult] = []
-    if run.is_run():
-        if not resume:
-            raise BenchError(
-                f"{run.path} already holds a run; pass --resume to continue it, or choose "
-                "another --out"
-            )
-        stored = run.read_config()
-        diffs = stored.differences(config)
-        if diffs:
-            raise BenchError(
-                f"cannot resume {run.path}: the config differs ({'; '.join(diffs)}); start a "
-                "new run with another --out, or pass the stored values"
-            )
-        if stored.omnilab_version != __version__:
-            notes.append(f"run started with omnilab {stored.omnilab_version}, now {__version__}")
-        config = config.model_copy(update={"created": stored.created})
-        done = run.results()
-    elif resume and run.path.exists() and any(run.path.iterdir()):
-        raise BenchError(f"{run.path} is not a run folder (no run.json); cannot resume it")
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
-    tasks = config.selection.apply(loaded.tasks)
-    if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
-    # Only selected tasks: a dropped result outside the selection would never be run again.
-    selected = {t.id for t in tasks}
-    retried = (
-        [r.task_id for r in done if r.error is not None and r.task_id in selected]
-        if retry_failed
-        else []
-    )
-    if retried:
-        drop = set(retried)
-        done = [r for r in done if r.task_id not in drop]
-    finished = {r.task_id for r in done}
-    todo = [t for t in tasks if t.id not in finished]
-    if loaded.missing_media:
-        missing = sum(1 for t in todo if t.id in loaded.missing_media)
-        if missing:
-            notes.append(f"{missing} tasks miss media files; they will fail (omnilab data check)")
-    return RunPlan(
-        run=run.path,
-        config=config,
-        tasks=tasks,
-        done=done,
-        todo=todo,
-        retried=retried,
-        notes=notes,
-    )
+    def __call__(self) -> TaskExecutor:
+        return build_executor(
+            self.config, self.components, endpoint_concurrency=self.endpoint_concurrency
+        )
 
 
 class RunOutcome(BaseModel):
@@ -226,21 +194,59 @@ class RunOutcome(BaseModel):
 
     run: Path
     selected: int
+    """Selected tasks (times samples: rollouts)."""
     already_done: int
     ran: int
-    """Tasks run by this call (their results are appended)."""
+    """Rollouts run by this call (their results are appended)."""
+    failed: int = 0
+    """Rollouts run by this call that failed."""
+    reached_model: int = 0
+    """Rollouts run by this call whose agent made at least one model call."""
+    header: RunHeader | None = None
     summary: RunSummary
     """Metrics over every result in the folder."""
 
 
 def _jobs(plan: RunPlan, run: RunDir) -> Iterator[TaskJob]:
-    for task in plan.todo:
+    for item in plan.todo:
+        task, k = item.task, item.sample
         yield TaskJob(
             task=task,
-            seed=task_seed(plan.config.seed, task.id),
-            trajectory=run.trajectory_file(task.id),
-            workspace=run.workspace(task.id),
+            sample=k,
+            seed=task_seed(plan.config.seed, task.id, k),
+            trajectory=run.trajectory_file(task.id, k),
+            workspace=run.workspace(task.id, k),
         )
+
+
+def plan_header(
+    plan: RunPlan, executor: TaskExecutor, tasks_at_once: int, limit: EndpointLimit
+) -> RunHeader:
+    """The header of ``plan`` run by ``executor`` (see :mod:`omnilab.bench.header`)."""
+    config = plan.config
+    roles = {name: m.name for name, m in executor.roles.items()}
+    judges = {
+        f"judge{i + 1}" if len(config.judges) > 1 else "judge": j
+        for i, j in enumerate(config.judges)
+    }
+    shared = shared_endpoints({"agent": executor.model, **executor.roles}, limit.limit)
+    return run_header(
+        agent=config.agent,
+        model=executor.model,
+        agent_options=config.agent_options,
+        roles=roles | judges,
+        tools=config.tools,
+        budgets=config.budgets,
+        task_files=[t.files for t in plan.tasks],
+        dataset=str(config.data.name),
+        adapter=config.dataset,
+        tasks=len(plan.tasks),
+        samples=config.samples,
+        concurrency=tasks_at_once,
+        endpoint_limit=limit.describe(),
+        cache=config.cache,
+        warnings=[*limit.warnings, *shared],
+    )
 
 
 async def execute(
@@ -250,39 +256,75 @@ async def execute(
     components: Components | None = None,
     backend: Backend | None = None,
     on_result: ResultSink | None = None,
+    on_header: HeaderSink | None = None,
+    dead_endpoint_failures: int = DEAD_ENDPOINT_FAILURES,
 ) -> RunOutcome:
     """Run ``plan.todo``, appending each result to ``results.jsonl`` as it finishes, then write
-    ``metrics.json``. ``concurrency`` defaults to the config's, else ``bench.concurrency``;
-    ``on_result`` sees each new result (a progress bar)."""
+    ``metrics.json``. ``concurrency`` defaults to the config's, else ``bench.concurrency``; the
+    per-endpoint limit of models built from names is lifted to it unless ``models.concurrency``
+    was set explicitly (:func:`~omnilab.bench.limits.endpoint_limit`). ``on_header`` sees the
+    run header before the first task starts (it is also stored in ``run.json``); ``on_result``
+    sees each new result (a progress bar).
+
+    Raises :class:`EndpointDownError` when ``dead_endpoint_failures`` tasks in a row fail to
+    connect to a model (their results are not written, so ``--resume`` runs them again).
+    """
     run = RunDir(plan.run)
     tasks_at_once = concurrency or plan.config.concurrency or get_settings().bench.concurrency
+    limit = endpoint_limit(tasks_at_once)
+    recipe = ExecutorRecipe(plan.config, components, limit.lifted_to)
     # Build first: a bad model name or missing judge fails before the folder is touched.
-    executor = build_executor(plan.config, components)
+    executor = recipe()
     chosen = backend or get_backend(plan.config.backend)
-    run.write_config(plan.config)
+    header = plan_header(plan, executor, tasks_at_once, limit)
+    config = plan.config.model_copy(update={"header": header.model_dump(mode="json")})
+    if on_header is not None:
+        on_header(header)
+    run.write_config(config)
     if plan.retried:
         drop = set(plan.retried)
-        kept = [r for r in run.results() if r.task_id not in drop]
+        kept = [r for r in run.results() if r.task_id not in drop or r.error is None]
         write_atomic(run.results_file, "".join(r.model_dump_json() + "\n" for r in kept))
-    ran = 0
+    ran = failed = reached = 0
+    guard = DeadEndpointGuard(dead_endpoint_failures)
+    # The local backend reuses the executor built above; others build their own from the recipe.
+    factory = functools.partial(_same, executor) if chosen.name == "local" else recipe
     async with ResultLog(run.results_file) as log:
-        stream = chosen.run(_jobs(plan, run), lambda: executor, concurrency=tasks_at_once)
+
+        def write(result: TaskResult) -> None:
+            nonlocal ran, failed, reached
+            log.append(result)
+            ran += 1
+            failed += result.error is not None
+            reached += result.model_calls > 0
+            if on_result is not None:
+                on_result(result)
+
+        stream = chosen.run(_jobs(plan, run), factory, concurrency=tasks_at_once)
         async with contextlib.aclosing(stream) as results:
             async for result in results:
-                log.append(result)
-                ran += 1
-                if on_result is not None:
-                    on_result(result)
+                for ready in guard.admit(result):
+                    write(ready)
+        for ready in guard.flush():
+            write(ready)
     all_results = run.results()
     summary = summarize(all_results)
     write_atomic(run.metrics_file, summary.model_dump_json(indent=2) + "\n")
+    rollouts = len(plan.tasks) * plan.config.samples
     return RunOutcome(
         run=run.path,
-        selected=len(plan.tasks),
-        already_done=len(plan.tasks) - len(plan.todo),
+        selected=rollouts,
+        already_done=rollouts - len(plan.todo),
         ran=ran,
+        failed=failed,
+        reached_model=reached,
+        header=header,
         summary=summary,
     )
+
+
+def _same(executor: TaskExecutor) -> TaskExecutor:
+    return executor
 
 
 async def evaluate(
@@ -295,6 +337,7 @@ async def evaluate(
     components: Components | None = None,
     backend: Backend | None = None,
     on_result: ResultSink | None = None,
+    on_header: HeaderSink | None = None,
 ) -> RunOutcome:
     """:func:`plan_run` then :func:`execute`: the Python entry point of ``omnilab eval``."""
     plan = plan_run(config, run_dir, resume=resume, retry_failed=retry_failed)
@@ -304,4 +347,5 @@ async def evaluate(
         components=components,
         backend=backend,
         on_result=on_result,
+        on_header=on_header,
     )

@@ -160,6 +160,24 @@ def _split(args: list[str]) -> tuple[list[Path], str]:
     return [Path(f) for f in files], question
 
 
+def _print_header(
+    console: Console,
+    files: list[Path],
+    model: str | None,
+    mode: str | None,
+    tools: list[str] | None,
+    *limits: float | None,
+) -> None:
+    """The run header (agent, mode and why, tools, models, budgets) above the live view."""
+    from omnilab.bench.header import ask_header, render_header
+
+    budgets = dict(zip(("max_turns", "max_tokens", "max_seconds"), limits, strict=True))
+    header = ask_header(files, model=model, mode=mode, tools=tools, budgets=budgets)
+    for line in render_header(header):
+        style = "bold yellow" if line.startswith("warning:") else "dim"
+        console.print(line, style=style, markup=False, highlight=False)
+
+
 def ask(
     args: Annotated[
         list[str],
@@ -246,6 +264,7 @@ def ask(
     console = None if json_out else Console(highlight=False)
     if console is not None:
         console.print(Rule(escape(question)))
+        _print_header(console, files, model, mode, tool_names, max_turns, max_tokens, max_seconds)
     result = run_ask(
         files,
         question,

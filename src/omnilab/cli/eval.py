@@ -9,7 +9,9 @@ the result with rich; progress goes to stderr, tables and JSON to stdout. User m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,13 +22,16 @@ from rich.console import Console
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import RunSetupError
+from omnilab.bench.header import RunHeader, render_header
 from omnilab.bench.metrics import DEFAULT_GROUPS
 from omnilab.bench.progress import RichProgress
 from omnilab.bench.reports import analyze_run, compare_sources, open_source, source_metrics
 from omnilab.bench.rescore import SCORER_NAMES, rescore_run, resolve_judges
+from omnilab.bench.results import unequal_failures
 from omnilab.bench.roles import role_model
-from omnilab.bench.run_dir import RunConfig, RunDir, Selection
+from omnilab.bench.run_dir import RunConfig, RunDir, Selection, load_results
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
+from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
@@ -114,8 +119,11 @@ def _render_outcome(outcome: RunOutcome, console: Console) -> None:
     run = RunDir(outcome.run)
     for renderable in summary_tables(outcome.summary, label=f"run {run.path.name}"):
         console.print(renderable)
+    for line in sample_lines(outcome.summary.samples):
+        console.print(line)
+    what = "tasks" if outcome.summary.samples is None else "rollouts (task x sample)"
     console.print(
-        f"{outcome.ran} tasks run now, {outcome.already_done} were done before, "
+        f"{outcome.ran} {what} run now, {outcome.already_done} were done before, "
         f"{outcome.selected} selected; results {run.results_file}, trajectories "
         f"{run.path / 'trajectories'}, metrics {run.metrics_file}"
     )
@@ -215,13 +223,51 @@ def eval_(
         bool, typer.Option("--retry-failed", help="With --resume: run failed tasks again.")
     ] = False,
     backend: Annotated[
-        str | None, typer.Option("--backend", help="Where tasks execute (default: local).")
+        str | None,
+        typer.Option(
+            "--backend",
+            help="Where tasks execute: local (this process) or processes (worker processes, "
+            "for CPU-heavy tasks) (default: local).",
+        ),
     ] = None,
+    samples: Annotated[
+        int | None,
+        typer.Option(
+            "--samples",
+            "-k",
+            min=1,
+            help="Rollouts per task, each with its own seed; metrics add the mean over samples "
+            "and pass@k (default: 1).",
+        ),
+    ] = None,
+    cache: Annotated[
+        bool | None,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Reuse cached model replies for identical requests (default: on, so a resumed "
+            "run asks nothing twice; samples differ by seed, so they never share a reply).",
+        ),
+    ] = None,
+    show_prompt: Annotated[
+        bool,
+        typer.Option(
+            "--show-prompt",
+            "--dry-run",
+            help="Print the first prompt of the first task and stop, without calling the model "
+            "or writing a run folder.",
+        ),
+    ] = False,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")
     ] = True,
 ) -> None:
-    """Run an agent on a benchmark: results, trajectories and metrics in a run folder."""
+    """Run an agent on a benchmark: results, trajectories and metrics in a run folder.
+
+    Before the first task it prints the run header (agent, mode and why, tools, models, budgets,
+    dataset, task count, concurrency and the reply cache), also kept in run.json. --concurrency
+    N lifts the per-endpoint limit of model calls to N unless models.concurrency is set. After
+    3 tasks in a row fail to connect to a model the run stops with a resume hint.
+    """
     if resume and out is None:
         raise BenchError("--resume needs --out DIR, the run folder to continue")
     if retry_failed and not resume:
@@ -264,10 +310,15 @@ def eval_(
         ),
         backend=_pick(backend, stored, "backend", "local"),
         concurrency=_pick(concurrency, stored, "concurrency", settings.concurrency),
+        samples=_pick(samples, stored, "samples", 1),
+        cache=_pick(cache, stored, "cache", True),
     )
+    err = _err()
+    if show_prompt:
+        _show_prompt(config)
+        return
     run_dir = out or settings.runs_dir / f"{name}-{agent_name}-{_stamp()}"
     plan = plan_run(config, run_dir, resume=resume, retry_failed=retry_failed)
-    err = _err()
     for note in plan.notes:
         err.print(f"note: {note}")
     try:
@@ -284,15 +335,53 @@ def eval_(
         )
         raise typer.Exit(130) from None
     _render_outcome(outcome, _out())
+    if outcome.ran and outcome.failed == outcome.ran and not outcome.reached_model:
+        first = next(r for r in RunDir(run_dir).results() if r.error is not None)
+        raise BenchError(
+            f"all {outcome.ran} tasks run failed before any model call (e.g. {first.task_id}: "
+            f"{first.error}); fix the cause (omnilab data check), then omnilab eval --out "
+            f"{run_dir} --resume --retry-failed"
+        )
+
+
+def _print_header(err: Console) -> Callable[[RunHeader], None]:
+    def show(header: RunHeader) -> None:
+        for line in render_header(header):
+            style = "bold yellow" if line.startswith("warning:") else None
+            err.print(line, style=style, markup=False)
+
+    return show
 
 
 async def _execute(plan: RunPlan, concurrency: int, progress: bool, err: Console) -> RunOutcome:
+    on_header = _print_header(err)
     if not progress:
-        return await execute(plan, concurrency=concurrency)
+        return await execute(plan, concurrency=concurrency, on_header=on_header)
     selected = {t.id for t in plan.tasks}
     done = [r for r in plan.done if r.task_id in selected]
-    with RichProgress(len(plan.tasks), done=done, console=err) as bar:
-        return await execute(plan, concurrency=concurrency, on_result=bar.add)
+    total = len(plan.tasks) * plan.config.samples
+    bar = RichProgress(total, done=done, console=err)
+    with contextlib.ExitStack() as stack:
+
+        def start(header: RunHeader) -> None:
+            on_header(header)  # printed above the bar, which starts with the first task
+            stack.enter_context(bar)
+
+        return await execute(plan, concurrency=concurrency, on_result=bar.add, on_header=start)
+
+
+def _show_prompt(config: RunConfig) -> None:
+    from omnilab.bench.datasets import load_dataset
+    from omnilab.bench.preview import first_prompt, render_prompt
+    from omnilab.bench.runner import build_executor
+
+    tasks = config.selection.apply(
+        load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
+    )
+    if not tasks:
+        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+    prompt = asyncio.run(first_prompt(build_executor(config), tasks[0]))
+    typer.echo(render_prompt(prompt))
 
 
 def score(
@@ -353,17 +442,44 @@ def metrics(
     console = _out()
     for renderable in summary_tables(summary, label=source.label, groups=groups):
         console.print(renderable)
+    for line in sample_lines(summary.samples):
+        console.print(line)
 
 
 def compare(
     a: Annotated[Path, typer.Argument(help="Run folder or results file A.", show_default=False)],
     b: Annotated[Path, typer.Argument(help="Run folder or results file B.", show_default=False)],
     by: ByOpt = "level,category",
+    allow_failed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failed",
+            help="Compare even when one run has failed tasks (timeouts, crashes, missing media) "
+            "that the other answered; the difference is then partly failures, not answers.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks."""
+    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks.
+
+    Refuses when one run has failed tasks the other does not (unless --allow-failed, which
+    still prints a warning): a failed run counts as wrong, so the comparison would measure the
+    failures rather than the answers."""
     groups = tuple(_split([by]))
-    comparison = compare_sources(open_source(a), open_source(b), groups=groups)
+    source_a, source_b = open_source(a), open_source(b)
+    unequal = unequal_failures(
+        load_results(source_a.results_file),
+        load_results(source_b.results_file),
+        labels=(source_a.label, source_b.label),
+    )
+    if unequal and not allow_failed:
+        raise BenchError(
+            f"{unequal}; rerun them (omnilab eval --out RUN --resume --retry-failed) or pass "
+            "--allow-failed to compare anyway"
+        )
+    if unequal:
+        _err().print(f"warning: {unequal}", style="bold red", markup=False)
+    comparison = compare_sources(source_a, source_b, groups=groups)
     if json_out:
         typer.echo(comparison.model_dump_json(indent=2))
         return

@@ -1,0 +1,103 @@
+"""A results log that survives a crash: each line written and flushed at once, fsynced in the
+background, and a cut-off last line (a killed process) removed before appending again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from omnilab.bench.errors import BenchError
+from omnilab.bench.results import TaskResult
+
+__all__ = ["ResultLog", "repair_tail"]
+
+
+def repair_tail(path: Path) -> bool:
+    """Cut a partial last line (a process killed mid-write) so that appending starts on a fresh
+    line; returns whether anything was cut."""
+    if not path.exists():
+        return False
+    size = path.stat().st_size
+    if size == 0:
+        return False
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return False
+        # Walk back block by block to the last newline; results are a few KB each.
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            block = f.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return True
+            end = start
+        f.truncate(0)
+        return True
+
+
+class ResultLog:
+    """Appends results to ``results.jsonl``, one line per task.
+
+    Each line is written and flushed at once, so a killed process loses nothing that was
+    appended; ``fsync`` runs in a worker thread after every append (appends made while one runs
+    share the next), so a slow disk never stalls the event loop. Open with ``async with``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.repaired = False
+        """Whether a cut-off last line was removed on opening."""
+        self._file: Any = None
+        self._dirty = asyncio.Event()
+        self._closing = False
+        self._syncer: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ResultLog:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.repaired = repair_tail(self.path)
+            self._file = self.path.open("a", encoding="utf-8")
+        except OSError as e:
+            raise BenchError(f"cannot write results to {self.path}: {e.strerror or e}") from None
+        self._syncer = asyncio.create_task(self._sync_loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def append(self, result: TaskResult) -> None:
+        """Write one result line now (the fsync follows in the background)."""
+        if self._file is None:
+            raise RuntimeError("ResultLog is not open")
+        self._file.write(result.model_dump_json() + "\n")
+        self._file.flush()
+        self._dirty.set()
+
+    async def _sync_loop(self) -> None:
+        fd = self._file.fileno()
+        while not self._closing:
+            await self._dirty.wait()
+            self._dirty.clear()
+            await asyncio.to_thread(os.fsync, fd)
+
+    async def aclose(self) -> None:
+        """Fsync what was written and close the file (also while the run is being cancelled)."""
+        if self._file is None:
+            return
+        self._closing = True
+        self._dirty.set()
+        if self._syncer is not None:
+            # Let the syncer finish its fsync rather than cancel it: a cancelled to_thread
+            # leaves the thread running on a descriptor about to be closed.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._syncer)
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self._file = None
