@@ -15,6 +15,7 @@ from omnilab.cli import config as config_cmd
 from omnilab.cli import data as data_cmd
 from omnilab.cli import demo, media
 from omnilab.cli import digest as digest_cmd
+from omnilab.cli import doctor as doctor_cmd
 from omnilab.cli import eval as eval_cmd
 from omnilab.cli import index as index_cmd
 from omnilab.cli import models as models_cmd
@@ -45,6 +46,7 @@ app.command("compare")(eval_cmd.compare)
 app.command("analyze")(eval_cmd.analyze)
 app.command("trace")(trace_cmd.trace)
 app.command("config")(config_cmd.config)
+app.command("doctor")(doctor_cmd.doctor)
 
 
 def _version(value: bool) -> None:
