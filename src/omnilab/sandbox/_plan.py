@@ -17,7 +17,14 @@ from pathlib import Path
 
 from omnilab.sandbox._types import IsolationLevel
 
-__all__ = ["DEV_NODES", "MountPlan", "closed_ancestor", "mount_plan", "wrapper_argv"]
+__all__ = [
+    "DEV_NODES",
+    "SYSTEM_DIRS",
+    "MountPlan",
+    "closed_ancestor",
+    "mount_plan",
+    "wrapper_argv",
+]
 
 # Writable, private, vanishing: programs expect to write temporary files here.
 _SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - replaced by private tmpfs, not used
@@ -80,7 +87,7 @@ def _under(path: str, folders: list[str]) -> bool:
 
 
 # Never masked: the system the sandbox runs on (a harness started in / or /usr must not hide it).
-_SYSTEM = {"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+SYSTEM_DIRS = {"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
            "/var", "/sys", "/proc", "/dev", "/tmp", "/usr/local", "/usr/lib", "/usr/bin"}  # fmt: skip
 DEV_NODES = ["null", "zero", "full", "random", "urandom", "tty"]
 
@@ -116,7 +123,7 @@ def _private_folders(workspace: str) -> list[str]:
     private = []
     for folder in (os.path.realpath(f) for f in found):
         inside_ws = _under(folder, [workspace])
-        if folder not in _SYSTEM and not inside_ws and Path(folder).is_dir():
+        if folder not in SYSTEM_DIRS and not inside_ws and Path(folder).is_dir():
             private.append(folder)
     return private
 
@@ -151,7 +158,7 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     home = os.path.realpath(Path.home())
     ws = os.path.realpath(workspace)
     for folder in [home, *_private_folders(ws)]:
-        if folder not in _SYSTEM and Path(folder).is_dir() and not _under(folder, masks):
+        if folder not in SYSTEM_DIRS and Path(folder).is_dir() and not _under(folder, masks):
             # A deeper mask under a new one is redundant; drop it.
             masks = [m for m in masks if not _under(m, [folder])] + [folder]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]

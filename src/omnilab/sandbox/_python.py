@@ -59,8 +59,11 @@ class PythonSession(Session):
         network: bool | None = None,
         env: Mapping[str, str] | None = None,
         isolation: IsolationLevel | str | None = None,
+        python: str | None = None,
     ) -> None:
         super().__init__(workspace, limits=limits, network=network, env=env, isolation=isolation)
+        self.python = python or sys.executable
+        """The interpreter (default the harness's own, so the same packages import)."""
         self._requests = -1
         self._replies = -1
         self.calls = 0
@@ -72,7 +75,7 @@ class PythonSession(Session):
         rep_r, rep_w = os.pipe()
         try:
             proc, self._warnings = start_sandbox(
-                [sys.executable, "-I", "-c", _driver_source(), str(self.limits.output_bytes)],
+                [self.python, "-I", "-c", _driver_source(), str(self.limits.output_bytes)],
                 workspace=self.workspace,
                 limits=self.limits,
                 network=self._network,

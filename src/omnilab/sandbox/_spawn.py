@@ -9,6 +9,7 @@ import re
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from omnilab.config import SandboxLimits
 from omnilab.sandbox import _procs, _uids
 from omnilab.sandbox._cgroup import TOTALS, SandboxCgroup
 from omnilab.sandbox._headtail import HeadTail
-from omnilab.sandbox._plan import closed_ancestor, mount_plan, wrapper_argv
+from omnilab.sandbox._plan import SYSTEM_DIRS, closed_ancestor, mount_plan, wrapper_argv
 from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._types import IsolationLevel, SandboxError
 from omnilab.sandbox._wsfs import (
@@ -124,6 +125,7 @@ class SandboxProcess:
             self.ids = (self.lease.uid, self.lease.uid)
         if launch.level is IsolationLevel.PROCESS and self.ids is not None:
             _check_reachable(self.ids[0], ws, launch)
+            _unlist_parent(ws)
         self.workspace = prepare_workspace(ws, self.ids)
         self.cgroup = SandboxCgroup(launch.limits)
 
@@ -460,6 +462,16 @@ _MEMORY_ERRORS = re.compile(r"MemoryError|Cannot allocate memory|std::bad_alloc|
 def _reclaim(ws: str, uid: int) -> None:
     """A workspace whose sandboxes' harness died: kill what its uid runs, copy it back."""
     release_workspace(ws, uid)
+
+
+def _unlist_parent(ws: Path) -> None:
+    """At the ``process`` level nothing hides the folder holding the workspaces: make it
+    passable but not listable for other uids (when it is the harness's own, not a system one)."""
+    parent = ws.parent
+    with contextlib.suppress(OSError):
+        st = parent.lstat()
+        if st.st_uid == os.geteuid() and st.st_mode & 0o004 and str(parent) not in SYSTEM_DIRS:
+            parent.chmod(stat.S_IMODE(st.st_mode) & ~0o004)
 
 
 def _check_reachable(uid: int, workspace: Path, launch: Launch) -> None:
