@@ -144,7 +144,7 @@ def _split(token: str) -> str:
 
 @attack("cpu loop", ALL)
 def cpu_loop(ctx: Ctx) -> Verdict:
-    out, how = ctx.run("while True: pass")
+    _, how = ctx.run("while True: pass")
     return "cpu limit" in how, how
 
 
@@ -178,7 +178,7 @@ def fork_bomb(ctx: Ctx) -> Verdict:
         print("forked", n, flush=True)
     """
     limits = ctx.limits.model_copy(update={"wall_seconds": 4.0})
-    out, how = ctx.run(code, limits=limits)
+    out, _ = ctx.run(code, limits=limits)
     forked = int(out.split()[1]) if out.startswith("forked") else -1
     contained = 0 <= forked < ctx.limits.max_processes and _gone(token)
     return contained, f"forked {forked} (limit {ctx.limits.max_processes})"
@@ -205,7 +205,7 @@ def daemon(ctx: Ctx) -> Verdict:
 def write_outside(ctx: Ctx) -> Verdict:
     ws = ctx.ws()
     name = f"escaped-{uuid.uuid4().hex}"
-    targets = [Path("/tmp") / name, ws.parent / name, Path("/var/tmp") / name]  # noqa: S108
+    targets = [Path("/tmp") / name, ws.parent / name, Path("/var/tmp") / name]
     code = f"""
         for path in {[str(t) for t in targets]!r}:
             try:
@@ -322,7 +322,7 @@ def config_beside(ctx: Ctx) -> Verdict:
     config = project / "omnilab.toml"
     config.write_text('[models]\napi_key = "sk-omnilab-SECRET"\n')
     config.chmod(0o644)
-    here = os.getcwd()
+    here = Path.cwd()
     os.chdir(project)
     try:
         code = f"""
@@ -341,10 +341,10 @@ def config_beside(ctx: Ctx) -> Verdict:
 
 def _perception(ctx: Ctx, plant: str, box: list[int]) -> tuple[Path, Path, Path | None]:
     """A workspace whose code ran ``plant``, and the crop ``read_image`` then served."""
-    from omnilab.inputs import InputSet  # noqa: PLC0415 - only these attacks need the tools
-    from omnilab.media import synth  # noqa: PLC0415
-    from omnilab.models.capabilities import Capabilities  # noqa: PLC0415
-    from omnilab.tools.perception import active_perception_tools  # noqa: PLC0415
+    from omnilab.inputs import InputSet
+    from omnilab.media import synth
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.tools.perception import active_perception_tools
 
     media = ctx.root / f"media-{uuid.uuid4().hex[:6]}"
     media.mkdir()
@@ -371,7 +371,7 @@ def perception_read(ctx: Ctx) -> Verdict:
         os.symlink("SECRET", "perception/image_1_crop_0_0_32_32.png")
     """
     _, secret, served = _perception(ctx, textwrap.dedent(plant), [0, 0, 32, 32])
-    leaked = served is not None and served.exists() and os.path.samefile(served, secret)
+    leaked = served is not None and served.exists() and served.samefile(secret)
     return not leaked, f"served {served}"
 
 
@@ -454,7 +454,7 @@ def idle_burn(ctx: Ctx) -> Verdict:
 
 def _cpu_of(py: PythonSession) -> float:
     """CPU seconds of the session's sandbox, as the harness counts them."""
-    proc = py._proc  # noqa: SLF001 - the attack waits on the harness's own count
+    proc = py._proc
     return (proc.cpu_used() or 0.0) if proc is not None else 0.0
 
 
@@ -536,7 +536,9 @@ def userns(ctx: Ctx) -> Verdict:
 
 @attack("ptrace, bpf, io_uring, keyctl, mount", ALL)
 def syscalls(ctx: Ctx) -> Verdict:
-    code = _SYSCALLS + """
+    code = (
+        _SYSCALLS
+        + """
 pid = os.fork()
 if pid == 0:
     import time; time.sleep(5); os._exit(0)
@@ -547,7 +549,8 @@ print("keyctl", call(250, 0, -3, 0))               # KEYCTL_GET_KEYRING_ID
 print("mount", call(165, 0, 0, 0, 0, 0))
 os.kill(pid, 9)
 """
-    import platform  # noqa: PLC0415
+    )
+    import platform
 
     if platform.machine() != "x86_64":
         return True, "n/a (syscall numbers are x86_64)"
@@ -582,7 +585,10 @@ def tmp_link(ctx: Ctx) -> Verdict:
     real = (ws / "tmp").is_dir() and not (ws / "tmp").is_symlink()
     untouched = victim.stat().st_uid == os.geteuid()
     ok = first.ok and second.ok and real and untouched
-    return ok, f"later runs ok: {first.ok and second.ok}, tmp real: {real}, victim kept: {untouched}"
+    return (
+        ok,
+        f"later runs ok: {first.ok and second.ok}, tmp real: {real}, victim kept: {untouched}",
+    )
 
 
 @attack("read the harness's /proc/PID/environ", OWN_UID)
@@ -607,7 +613,9 @@ def environ(ctx: Ctx) -> Verdict:
 def kill_harness(ctx: Ctx) -> Verdict:
     victim = subprocess.Popen(["sleep", "30"])
     try:
-        ctx.run(f"import os\ntry:\n    os.kill({victim.pid}, 9)\nexcept OSError as e:\n    print(e)")
+        ctx.run(
+            f"import os\ntry:\n    os.kill({victim.pid}, 9)\nexcept OSError as e:\n    print(e)"
+        )
         time.sleep(0.2)
         alive = victim.poll() is None
     finally:
@@ -700,7 +708,9 @@ def main() -> None:
                 rows[name].append(verdict)
                 print(f"{name:42} {level.value:11} {verdict:9} {detail}", file=sys.stderr)
     heads = [
-        f"{lvl.value} (own uid)" if lvl is IsolationLevel.PROCESS and os.geteuid() == 0 else lvl.value
+        f"{lvl.value} (own uid)"
+        if lvl is IsolationLevel.PROCESS and os.geteuid() == 0
+        else lvl.value
         for lvl in levels
     ]
     if args.markdown:

@@ -14,7 +14,6 @@ from omnilab.config import get_settings
 from omnilab.media import synth
 
 
-
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test gets its own cache dir and no user config file."""

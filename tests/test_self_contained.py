@@ -42,7 +42,11 @@ def test_nothing_reads_outside_the_repository() -> None:
 
 def test_the_fixtures_are_in_the_repository() -> None:
     data = ROOT / "tests" / "data"
-    for name in ("omnigaia_sample.json", "speech/two_cities_part1.wav", "speech/two_cities_part1.txt"):
+    for name in (
+        "omnigaia_sample.json",
+        "speech/two_cities_part1.wav",
+        "speech/two_cities_part1.txt",
+    ):
         assert (data / name).is_file(), name
     readme = (data / "README.md").read_text(encoding="utf-8")
     for name in ("omnigaia_sample.json", "two_cities_part1", "CC-BY-4.0", "MIT"):

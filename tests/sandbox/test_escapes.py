@@ -5,7 +5,6 @@ every test run; the whole catalogue at every level is marked slow."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,4 +98,4 @@ def test_the_catalogue_covers_the_issue() -> None:
         "daemon kills its launcher",
     }
     assert wanted <= set(ISSUE_11)
-    assert os.path.basename(attacks.__file__ or "") == "sandbox_attacks.py"
+    assert Path(attacks.__file__ or "").name == "sandbox_attacks.py"

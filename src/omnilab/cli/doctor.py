@@ -23,7 +23,7 @@ def doctor(
 
     Starts a trivial sandbox at each level to find out; nothing is changed on the machine.
     """
-    from omnilab.sandbox import isolation_report  # noqa: PLC0415 - only this command needs it
+    from omnilab.sandbox import isolation_report
 
     report = isolation_report()
     if as_json:

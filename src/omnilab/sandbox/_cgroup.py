@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omnilab.config import SandboxLimits
 
-__all__ = ["SandboxCgroup", "TOTALS", "cgroup_status", "missing_totals"]
+__all__ = ["TOTALS", "SandboxCgroup", "cgroup_status", "missing_totals"]
 
 TOTALS = {
     "memory": "memory of all the sandbox's processes together",
@@ -54,7 +54,7 @@ def _mounts() -> tuple[Path | None, dict[str, Path]]:
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             left, _, right = line.partition(" - ")
-            fstype, _source, options = (right.split() + ["", "", ""])[:3]
+            fstype, _source, options = [*right.split(), "", "", ""][:3]
             point = Path(left.split()[4].replace("\\040", " "))
             if fstype == "cgroup2" and v2 is None:
                 v2 = point

@@ -132,7 +132,9 @@ def _describe(
     if "workspace size" not in missing:
         blocked.append("filling the disk (the workspace is a size- and inode-limited tmpfs)")
     if missing:
-        not_blocked.append(f"totals of the whole sandbox: {', '.join(missing)} (see omnilab doctor)")
+        not_blocked.append(
+            f"totals of the whole sandbox: {', '.join(missing)} (see omnilab doctor)"
+        )
     if level is IsolationLevel.PROCESS:
         if own_uid:
             blocked += [

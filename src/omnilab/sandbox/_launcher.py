@@ -204,9 +204,9 @@ def _populate_dev(devices: dict[str, int]) -> None:
         _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, _MS_BIND)
         os.close(fd)
     for name, target in _DEV_LINKS.items():
-        os.symlink(target, f"/dev/{name}")
+        Path("/dev", name).symlink_to(target)
     Path("/dev/pts").mkdir()
-    Path("/dev/shm").mkdir(exist_ok=True)
+    Path("/dev/shm").mkdir(exist_ok=True)  # noqa: S108 - the sandbox's own, a tmpfs next
     with contextlib.suppress(OSError):  # terminals are optional: programs run without one
         _mount("devpts", "/dev/pts", "devpts", _MS_NOEXEC_NOSUID, "newinstance,ptmxmode=0666")
 

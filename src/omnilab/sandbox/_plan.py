@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from omnilab.config import config_file
 from omnilab.sandbox._types import IsolationLevel
 
 __all__ = [
@@ -88,7 +89,7 @@ def _under(path: str, folders: list[str]) -> bool:
 
 # Never masked: the system the sandbox runs on (a harness started in / or /usr must not hide it).
 SYSTEM_DIRS = {"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-           "/var", "/sys", "/proc", "/dev", "/tmp", "/usr/local", "/usr/lib", "/usr/bin"}  # fmt: skip
+           "/var", "/sys", "/proc", "/dev", "/tmp", "/usr/local", "/usr/lib", "/usr/bin"}  # fmt: skip  # noqa: S108
 DEV_NODES = ["null", "zero", "full", "random", "urandom", "tty"]
 
 
@@ -115,11 +116,9 @@ def _private_folders(workspace: str) -> list[str]:
     """Folders of the harness that sandboxed code must not see: its working directory, its
     script's folder, the folder of its configuration file, and the folder holding the
     workspace (other tasks' workspaces)."""
-    from omnilab.config import config_file  # noqa: PLC0415 - config imports nothing from here
-
-    found = [os.getcwd(), os.path.dirname(os.path.abspath(config_file())), str(Path(workspace).parent)]
+    found = [Path.cwd(), config_file().absolute().parent, Path(workspace).parent]
     if sys.argv and sys.argv[0] not in ("", "-c", "-m"):
-        found.append(os.path.dirname(os.path.abspath(sys.argv[0])))
+        found.append(Path(sys.argv[0]).absolute().parent)
     private = []
     for folder in (os.path.realpath(f) for f in found):
         inside_ws = _under(folder, [workspace])

@@ -101,7 +101,7 @@ def pids_of_uid(uid: int) -> list[int]:
     found = []
     for pid in _pids():
         with contextlib.suppress(OSError):
-            if os.stat(f"/proc/{pid}").st_uid == uid:
+            if (_PROC / str(pid)).stat().st_uid == uid:
                 found.append(pid)
     return found
 

@@ -48,9 +48,11 @@ def place_file(root: Path, folder: tuple[str, ...], name: str, source: Path) -> 
     (a link, a file) is replaced and nothing outside ``root`` is ever written."""
     with open_folder(root, folder, create=True) as dirfd:
         tmp = f".{name}.tmp-{uuid.uuid4().hex}"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dirfd)
+        out = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dirfd
+        )
         try:
-            with open(source, "rb") as src, os.fdopen(out, "wb") as dst:
+            with source.open("rb") as src, os.fdopen(out, "wb") as dst:
                 while chunk := src.read(_CHUNK):
                     dst.write(chunk)
             os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)

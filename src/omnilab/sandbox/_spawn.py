@@ -410,9 +410,7 @@ class SandboxProcess:
             self.cgroup = None
         if self.lease is not None:
             lease, self.lease = self.lease, None
-            _uids.release(
-                lease, on_last=lambda ws, uid: release_workspace(ws, uid if kill_uid else None)
-            )
+            _uids.release(lease, on_last=lambda ws, uid: release_workspace(ws, uid, kill=kill_uid))
 
     def outcome(self, *, timed_out: bool) -> Outcome:
         """How the program ended, from the launcher's report (or the wrapper's exit status)."""

@@ -95,7 +95,7 @@ def _start_time(pid: int) -> str | None:
 
 
 def _alive(lease: dict[str, Any]) -> bool:
-    return _start_time(int(lease["pid"])) == lease["start"]
+    return _start_time(int(lease["pid"])) == str(lease["start"])
 
 
 def _reap(leases: list[dict[str, Any]], on_last: Hook | None) -> list[dict[str, Any]]:
@@ -130,9 +130,7 @@ def acquire(
                 raise SandboxError(f"all {_SPAN} sandbox uids from {base} are in use")
         me = os.getpid()
         lease = Lease(uid, ws, uuid.uuid4().hex)
-        leases.append(
-            {"uid": uid, "ws": ws, "pid": me, "start": _start_time(me), "id": lease.id}
-        )
+        leases.append({"uid": uid, "ws": ws, "pid": me, "start": _start_time(me), "id": lease.id})
         if not same and on_first is not None:
             on_first(ws, uid)  # raises: the lease is not recorded
         _write(table, leases)

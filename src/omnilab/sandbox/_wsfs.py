@@ -82,7 +82,7 @@ def _usage(root: Path, cap: int) -> tuple[int, int]:
 
 
 def _umount(path: str) -> None:
-    import ctypes  # noqa: PLC0415 - only the root harness gets here
+    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.umount2(os.fsencode(path), _MNT_DETACH) != 0:
@@ -111,10 +111,10 @@ def mount_workspace(ws: str, *, max_bytes: int, max_inodes: int) -> None:
         raise
 
 
-def release_workspace(ws: str, uid: int | None) -> None:
-    """After the workspace's last sandbox: kills what its uid left running, copies the tmpfs
-    back into the workspace folder and takes the workspace away from that uid."""
-    if uid is not None:
+def release_workspace(ws: str, uid: int, *, kill: bool = True) -> None:
+    """After the workspace's last sandbox: kills what its uid left running (``kill``), copies
+    the tmpfs back into the workspace folder and takes the workspace away from that uid."""
+    if kill:
         _procs.kill_processes(_procs.pids_of_uid(uid))
     private = _private(ws)
     if os.path.ismount(private):
@@ -131,9 +131,9 @@ def release_workspace(ws: str, uid: int | None) -> None:
         _umount(str(private))
         with contextlib.suppress(OSError):
             private.rmdir()
-    if uid is not None and Path(ws).is_dir():
+    with contextlib.suppress(FileNotFoundError):
         # A later sandbox may get this uid again: it must not reach this workspace.
-        st = os.stat(ws, follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
-            os.chown(ws, os.geteuid(), os.getegid(), follow_symlinks=False)
-            os.chmod(ws, 0o700, follow_symlinks=False)
+        folder = Path(ws)
+        if stat.S_ISDIR(folder.lstat().st_mode):
+            os.chown(folder, os.geteuid(), os.getegid(), follow_symlinks=False)
+            folder.chmod(0o700)
