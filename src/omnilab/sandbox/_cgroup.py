@@ -183,7 +183,7 @@ class SandboxCgroup:
         name = f"sb-{os.getpid()}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
         self.folders: dict[str, Path] = {}
         self.v2: dict[str, bool] = {}
-        self._cpu_file: str | None = None
+        self._cpu_fd = -1
         by_parent: dict[Path, Path] = {}
         for total, (parent, v2) in layout.parents.items():
             folder = by_parent.get(parent) or parent / name
@@ -242,15 +242,12 @@ class SandboxCgroup:
         if folder is None:
             return None
         v2 = self.v2["cpu time"]
-        if self._cpu_file is None:
-            self._cpu_file = str(folder / ("cpu.stat" if v2 else "cpuacct.usage"))
         try:
-            # Read twice per call of a session: raw reads, no text layer.
-            fd = os.open(self._cpu_file, os.O_RDONLY)
-            try:
-                data = os.read(fd, 4096)
-            finally:
-                os.close(fd)
+            # Read twice per call of a session: one descriptor, re-read from the start.
+            if self._cpu_fd < 0:
+                name = "cpu.stat" if v2 else "cpuacct.usage"
+                self._cpu_fd = os.open(folder / name, os.O_RDONLY | os.O_CLOEXEC)
+            data = os.pread(self._cpu_fd, 4096, 0)
             if not v2:
                 return int(data) / 1e9
             return int(data.split(b"usage_usec ", 1)[1].split(b"\n", 1)[0]) / 1e6
@@ -276,6 +273,9 @@ class SandboxCgroup:
 
     def close(self) -> None:
         """Kills what is left and removes the cgroups."""
+        if self._cpu_fd >= 0:
+            os.close(self._cpu_fd)
+            self._cpu_fd = -1
         folders = set(self.folders.values())
         deadline = time.monotonic() + 1.0
         while folders and time.monotonic() < deadline:
