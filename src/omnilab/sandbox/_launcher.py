@@ -345,24 +345,35 @@ def _watch_harness(lifeline: int, child: int) -> None:
     os._exit(137)
 
 
+def _join_cgroups(fds: list[int], failed: list[str]) -> None:
+    """Moves this process (all its threads) into the sandbox's cgroups."""
+    try:
+        for fd in fds:
+            os.write(fd, b"0")  # 0: this process; everything it starts follows
+            os.close(fd)
+    except OSError as exc:
+        failed.append(f"cgroup: {exc}")
+
+
 def main() -> None:
     """Entry point: ``python -I -S -c <this file> <json config>``."""
     cfg = json.loads(sys.argv[1])
     status_fd = int(cfg["status_fd"])
-    try:
-        for fd in cfg.get("cgroup_fds", []):
-            os.write(fd, b"0")  # 0: this process; everything it starts follows
-            os.close(fd)
-    except OSError as exc:
-        _report(status_fd, {"event": "error", "message": f"sandbox setup failed: cgroup: {exc}"})
-        os._exit(125)
+    # Joining a cgroup waits for an RCU grace period (milliseconds): done in a thread while the
+    # mounts are set up, and finished before anything is forked.
+    failed: list[str] = []
+    joiner = threading.Thread(target=_join_cgroups, args=(cfg.get("cgroup_fds", []), failed))
+    joiner.start()
     readonly = False
     if cfg.get("mounts"):
         try:
             readonly = _setup_mounts(cfg["mounts"])
         except OSError as exc:
-            _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {exc}"})
-            os._exit(125)
+            failed.append(str(exc))
+    joiner.join()
+    if failed:
+        _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {failed[0]}"})
+        os._exit(125)
     # Orphans of the program come back to us (outside a pid namespace too), so none escapes.
     _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child = os.fork()
