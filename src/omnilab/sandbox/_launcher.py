@@ -23,19 +23,42 @@ Status messages are JSON lines: ``ready`` (pids and pid namespace), ``error`` (c
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import fcntl
-import json
 import os
-import platform
-import resource
-import signal
 import sys
 import threading
-import time
-from pathlib import Path
-from typing import Any
+
+
+def _join_cgroups(fds: list[int], failed: list[str]) -> None:
+    """Moves this process (all its threads) into the sandbox's cgroups."""
+    try:
+        for fd in fds:
+            os.write(fd, b"0")  # 0: this process; everything it starts follows
+            os.close(fd)
+    except OSError as exc:
+        failed.append(f"cgroup: {exc}")
+
+
+# Joining a cgroup waits for an RCU grace period (milliseconds, more on a loaded machine): it
+# starts before the other imports, overlaps them and the mount setup, and ends before anything
+# is forked (``main``). The descriptors come as ``argv[2]``, readable without ``json``.
+_CGROUP_FAILED: list[str] = []
+_JOINER: threading.Thread | None = None
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2]:
+    _JOINER = threading.Thread(
+        target=_join_cgroups, args=([int(fd) for fd in sys.argv[2].split(",")], _CGROUP_FAILED)
+    )
+    _JOINER.start()
+
+import contextlib  # noqa: E402 - after the cgroup join started, on purpose
+import ctypes  # noqa: E402
+import fcntl  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
@@ -345,32 +368,19 @@ def _watch_harness(lifeline: int, child: int) -> None:
     os._exit(137)
 
 
-def _join_cgroups(fds: list[int], failed: list[str]) -> None:
-    """Moves this process (all its threads) into the sandbox's cgroups."""
-    try:
-        for fd in fds:
-            os.write(fd, b"0")  # 0: this process; everything it starts follows
-            os.close(fd)
-    except OSError as exc:
-        failed.append(f"cgroup: {exc}")
-
-
 def main() -> None:
-    """Entry point: ``python -I -S -c <this file> <json config>``."""
+    """Entry point: ``python -I -S -c <this file> <json config> <cgroup descriptors>``."""
     cfg = json.loads(sys.argv[1])
     status_fd = int(cfg["status_fd"])
-    # Joining a cgroup waits for an RCU grace period (milliseconds): done in a thread while the
-    # mounts are set up, and finished before anything is forked.
-    failed: list[str] = []
-    joiner = threading.Thread(target=_join_cgroups, args=(cfg.get("cgroup_fds", []), failed))
-    joiner.start()
+    failed = _CGROUP_FAILED
     readonly = False
     if cfg.get("mounts"):
         try:
             readonly = _setup_mounts(cfg["mounts"])
         except OSError as exc:
             failed.append(str(exc))
-    joiner.join()
+    if _JOINER is not None:
+        _JOINER.join()
     if failed:
         _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {failed[0]}"})
         os._exit(125)

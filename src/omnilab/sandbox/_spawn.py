@@ -7,9 +7,7 @@ import json
 import os
 import re
 import selectors
-import shutil
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -20,19 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from omnilab.config import SandboxLimits
-from omnilab.sandbox import _procs, _uids
-from omnilab.sandbox._cgroup import TOTALS, SandboxCgroup
+from omnilab.sandbox import _procs
+from omnilab.sandbox._cgroup import SandboxCgroup
 from omnilab.sandbox._headtail import HeadTail
-from omnilab.sandbox._plan import SYSTEM_DIRS, closed_ancestor, mount_plan, wrapper_argv
+from omnilab.sandbox._holdings import Holdings
+from omnilab.sandbox._plan import mount_plan, wrapper_argv
 from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._types import IsolationLevel, SandboxError
-from omnilab.sandbox._wsfs import (
-    check_workspace,
-    mount_workspace,
-    prepare_workspace,
-    release_workspace,
-    size_limited,
-)
+from omnilab.sandbox._wsfs import prepare_workspace
 
 __all__ = ["Launch", "Outcome", "SandboxProcess", "prepare_workspace"]
 
@@ -77,23 +70,33 @@ class SandboxProcess:
         self.level = launch.level
         self.network = launch.network or launch.level is IsolationLevel.PROCESS
         self.limits = launch.limits
-        self.lease: _uids.Lease | None = None
-        self.ids: tuple[int, int] | None = None
-        self.cgroup: SandboxCgroup | None = None
+        self.hold: Holdings | None = None
         self.cpu_budget: tuple[float, float] | None = None
         """(CPU seconds at the start of the call, seconds allowed): :meth:`pump` kills the
         sandbox past it, counting the whole tree."""
         self.cpu_exceeded = False
         self._cpu_checked = 0.0
-        self.missing_totals: list[str] = []
         try:
-            self._claim(launch)
+            self.hold = Holdings(
+                launch.workspace,
+                level=launch.level,
+                limits=launch.limits,
+                uid_base=launch.uid_base,
+                as_root=launch.as_root,
+                command=launch.command,
+                env=launch.env,
+            )
         except BaseException:
             # The child ends in ``fd_map`` are ours from the start: close them on every path.
             for fd in (launch.fd_map or {}).values():
                 os.close(fd)
-            self._release()
             raise
+        self.ids = self.hold.ids
+        """The uid and gid the program runs under (None: the harness's own)."""
+        self.workspace = self.hold.workspace
+        self.cgroup: SandboxCgroup | None = self.hold.cgroup
+        self.missing_totals = self.hold.missing_totals
+        """Totals this sandbox runs without (no cgroup for them, no workspace tmpfs)."""
         self.stdout = HeadTail(launch.limits.output_bytes)
         self.stderr = HeadTail(launch.limits.output_bytes)
         self.events: list[dict[str, Any]] = []
@@ -109,31 +112,6 @@ class SandboxProcess:
         except BaseException:
             self._release()
             raise
-
-    def _claim(self, launch: Launch) -> None:
-        """The uid lease (and workspace tmpfs), the prepared workspace and the cgroups."""
-        ws = check_workspace(launch.workspace)
-        if os.geteuid() == 0 and not launch.as_root:
-            limits = launch.limits
-
-            def first(path: str, uid: int) -> None:
-                mount_workspace(
-                    path, max_bytes=limits.workspace_bytes, max_inodes=limits.workspace_inodes
-                )
-
-            self.lease = _uids.acquire(ws, launch.uid_base, on_first=first, on_last=_reclaim)
-            self.ids = (self.lease.uid, self.lease.uid)
-        if launch.level is IsolationLevel.PROCESS and self.ids is not None:
-            _check_reachable(self.ids[0], ws, launch)
-            _unlist_parent(ws)
-        self.workspace = prepare_workspace(ws, self.ids)
-        self.cgroup = SandboxCgroup(launch.limits)
-
-        missing = self.cgroup.missing if self.cgroup else list(TOTALS)
-        if self.lease is None or not size_limited(self.workspace):
-            missing = [*missing, "workspace size"]
-        self.missing_totals = missing
-        """Totals this sandbox runs without (no cgroup for them, no workspace tmpfs)."""
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         status_r, status_w = os.pipe()
@@ -157,7 +135,6 @@ class SandboxProcess:
         cgroup_fds = self.cgroup.join_fds() if self.cgroup else []
         seccomp = filter_program()
         config: dict[str, Any] = {
-            "cgroup_fds": cgroup_fds,
             "seccomp": seccomp.hex() if seccomp else None,
             "status_fd": status_w,
             "lifeline_fd": life_r,
@@ -174,6 +151,7 @@ class SandboxProcess:
             launch.level, network=launch.network, plan=plan, workspace=self.workspace
         )
         argv = [*wrapper, sys.executable, "-I", "-S", "-c", _launcher_source(), json.dumps(config)]
+        argv.append(",".join(map(str, cgroup_fds)))
         try:
             popen = subprocess.Popen(
                 argv,
@@ -400,17 +378,9 @@ class SandboxProcess:
         self._release()
 
     def _release(self) -> None:
-        """Removes the cgroups and ends the uid lease (the last one of a workspace kills what
-        its uid left running and copies the workspace back out of its tmpfs)."""
-        # Everything the sandbox started is in its cgroups (killed with them) when it has any;
-        # without, what its uid runs is killed when the workspace's last sandbox ends.
-        kill_uid = self.cgroup is None or not self.cgroup.folders
-        if self.cgroup is not None:
-            self.cgroup.close()
+        if self.hold is not None:
+            self.hold.release()
             self.cgroup = None
-        if self.lease is not None:
-            lease, self.lease = self.lease, None
-            _uids.release(lease, on_last=lambda ws, uid: release_workspace(ws, uid, kill=kill_uid))
 
     def outcome(self, *, timed_out: bool) -> Outcome:
         """How the program ended, from the launcher's report (or the wrapper's exit status)."""
@@ -455,36 +425,6 @@ class SandboxProcess:
 
 
 _MEMORY_ERRORS = re.compile(r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory")
-
-
-def _reclaim(ws: str, uid: int) -> None:
-    """A workspace whose sandboxes' harness died: kill what its uid runs, copy it back."""
-    release_workspace(ws, uid)
-
-
-def _unlist_parent(ws: Path) -> None:
-    """At the ``process`` level nothing hides the folder holding the workspaces: make it
-    passable but not listable for other uids (when it is the harness's own, not a system one)."""
-    parent = ws.parent
-    with contextlib.suppress(OSError):
-        st = parent.lstat()
-        if st.st_uid == os.geteuid() and st.st_mode & 0o004 and str(parent) not in SYSTEM_DIRS:
-            parent.chmod(stat.S_IMODE(st.st_mode) & ~0o004)
-
-
-def _check_reachable(uid: int, workspace: Path, launch: Launch) -> None:
-    """At the ``process`` level nothing is bound in place: the sandbox's own uid must be able to
-    reach the workspace and the program on the real file system, or nothing can run."""
-    program = shutil.which(launch.command[0], path=launch.env.get("PATH")) or launch.command[0]
-    for path in (str(workspace), os.path.realpath(program)):
-        closed = closed_ancestor(path)
-        if closed is not None:
-            raise SandboxError(
-                f"isolation level 'process' runs code under uid {uid} of its own, which cannot "
-                f"enter {closed} (no o+x) on the way to {path}; use a workspace and an interpreter "
-                "outside it, a stronger level, or set sandbox.unsafe_process_as_root to run model "
-                "code as ROOT (unsafe)"
-            )
 
 
 @dataclass(frozen=True)
