@@ -4,6 +4,7 @@ isolation level this machine offers; prints attack x level -> contained / escape
 Usage::
 
     python bench/sandbox_attacks.py [--levels namespaces,process] [--markdown]
+    python bench/sandbox_attacks.py --overhead 40     # start-up and per-call times
 
 Each attack returns whether the sandbox contained it and what happened. ``PROMISED`` says at
 which levels containment is promised (``process+uid``: the ``process`` level with a root
@@ -22,6 +23,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -692,11 +694,44 @@ def run_attack(name: str, level: IsolationLevel, root: Path) -> tuple[str, str]:
     return ("contained" if contained else "escaped"), detail
 
 
+def overhead(n: int) -> None:
+    """Prints session start-up, per-call and one-shot ``run`` times at the default level (the
+    figures of docs/performance.md; compare two versions by running both at the same time)."""
+
+    starts: list[float] = []
+    calls: list[float] = []
+    runs: list[float] = []
+    with scratch() as root:
+        for i in range(n):
+            ws = root / f"ws{i}"
+            ws.mkdir()
+            with PythonSession(ws) as py:
+                t = time.perf_counter()
+                py.run("1")
+                starts.append(time.perf_counter() - t)
+                for _ in range(20):
+                    t = time.perf_counter()
+                    py.run("x = 1")
+                    calls.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            run(["true"], workspace=ws)
+            runs.append(time.perf_counter() - t)
+    for name, xs in (("session start-up", starts), ("per call", calls), ("run(['true'])", runs)):
+        p10 = sorted(xs)[len(xs) // 10] * 1000
+        print(f"{name:17} median {statistics.median(xs) * 1000:8.3f} ms  p10 {p10:8.3f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", default="bwrap,namespaces,process")
     parser.add_argument("--markdown", action="store_true", help="Print a Markdown table.")
+    parser.add_argument(
+        "--overhead", type=int, metavar="N", help="Time N sandbox starts instead of attacking."
+    )
     args = parser.parse_args()
+    if args.overhead:
+        overhead(args.overhead)
+        return
     levels = available_levels(args.levels.split(","))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     rows: dict[str, list[str]] = {}
