@@ -241,3 +241,17 @@ def test_process_level_as_root_only_with_the_loud_opt_in(
     r = run(["id", "-u"], workspace=ws, isolation=IsolationLevel.PROCESS)
     assert r.stdout.strip() == "0"
     assert any(w.startswith("UNSAFE: this code ran as root") for w in r.warnings)
+
+
+@root_only
+def test_a_workspace_tmpfs_that_cannot_be_mounted_is_reported(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.sandbox import _holdings
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError("mount: operation not permitted")
+
+    monkeypatch.setattr(_holdings, "mount_workspace", refuse)
+    r = run(["true"], workspace=ws)
+    assert r.ok and "workspace size" in r.missing_totals

@@ -4,6 +4,7 @@ tmpfs), the prepared workspace and its cgroups; released together when it ends."
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import stat
@@ -24,6 +25,8 @@ from omnilab.sandbox._wsfs import (
 )
 
 __all__ = ["Holdings"]
+
+log = logging.getLogger("omnilab.sandbox")
 
 
 class Holdings:
@@ -50,9 +53,16 @@ class Holdings:
             if os.geteuid() == 0 and not as_root:
 
                 def first(path: str, uid: int) -> None:
-                    mount_workspace(
-                        path, max_bytes=limits.workspace_bytes, max_inodes=limits.workspace_inodes
-                    )
+                    try:
+                        mount_workspace(
+                            path,
+                            max_bytes=limits.workspace_bytes,
+                            max_inodes=limits.workspace_inodes,
+                        )
+                    except OSError as exc:
+                        # Root without CAP_SYS_ADMIN (a container): run without the limit,
+                        # which every result then reports missing.
+                        log.warning("no size limit for workspace %s: %s", path, exc)
 
                 self.lease = _uids.acquire(ws, uid_base, on_first=first, on_last=_reclaim)
                 self.ids = (self.lease.uid, self.lease.uid)

@@ -176,7 +176,10 @@ def _describe(
 def _totals() -> tuple[dict[str, str], list[str]]:
     status = cgroup_status()
     if os.geteuid() == 0:
-        status["workspace size"] = "size- and inode-limited tmpfs per live workspace"
+        status["workspace size"] = (
+            "size- and inode-limited tmpfs per live workspace (a result whose mount failed "
+            "lists it in missing_totals)"
+        )
     else:
         status["workspace size"] = "MISSING (mounting the workspace tmpfs needs a root harness)"
     return status, [name for name, how in status.items() if how.startswith("MISSING")]
