@@ -169,17 +169,34 @@ class SandboxLimits(_Section):
     """Resource limits of one sandboxed execution (see ``docs/sandbox.md``)."""
 
     cpu_seconds: float = Field(default=60.0, gt=0)
-    """CPU time of each process (RLIMIT_CPU); in a persistent Python session, of each call."""
+    """CPU time of each process (RLIMIT_CPU); in a persistent Python session, of each call,
+    counted by the harness over the whole process tree (cgroup accounting where available)."""
+
+    session_cpu_seconds: float = Field(default=3600.0, gt=0)
+    """CPU time of each process of a persistent session over its whole life (RLIMIT_CPU on the
+    interpreter and what it starts): CPU burnt between calls cannot go on for ever."""
+
+    cpus: float = Field(default=1.0, gt=0)
+    """CPUs the whole sandbox may keep busy at once (cgroup ``cpu.max``), where cgroups work."""
 
     memory_bytes: int = Field(default=4 * 1024**3, ge=64 * 1024**2)
-    """Address space of each process (RLIMIT_AS); allocations past it fail (``MemoryError``)."""
+    """Address space of each process (RLIMIT_AS); allocations past it fail (``MemoryError``).
+    Also the memory of all its processes together (cgroup ``memory.max``) where cgroups work."""
 
     file_size_bytes: int = Field(default=1024**3, ge=0)
     """Largest file a process may write (RLIMIT_FSIZE)."""
 
     max_processes: int = Field(default=256, ge=1)
     """Processes and threads of the sandbox user (RLIMIT_NPROC); enforced only where the sandbox
-    runs under its own uid, which the isolation report states."""
+    runs under its own uid, which the isolation report states; also the sandbox's total
+    (cgroup ``pids.max``) where cgroups work."""
+
+    workspace_bytes: int = Field(default=1024**3, ge=1024**2)
+    """Bytes the sandbox may add to its workspace (a size-limited tmpfs, where the harness is
+    root); the workspace is kept in memory while a sandbox uses it."""
+
+    workspace_inodes: int = Field(default=100_000, ge=100)
+    """Files and folders the workspace may hold (same tmpfs)."""
 
     wall_seconds: float = Field(default=120.0, gt=0)
     """Wall-clock time of one execution; past it the whole process tree is killed."""
@@ -236,8 +253,14 @@ class SandboxSettings(_Section):
     """Default network access of sandboxed code (tasks may allow it)."""
 
     uid_base: int = Field(default=200_000, ge=1000, le=4_000_000_000)
-    """When the harness runs as root, each workspace runs under its own uid in
-    ``[uid_base, uid_base + 65536)``, derived from the workspace path."""
+    """When the harness runs as root, each live workspace runs under its own uid in
+    ``[uid_base, uid_base + 65536)``, handed out by a locked allocator shared by every omnilab
+    process of the machine (no two live workspaces share one)."""
+
+    unsafe_process_as_root: bool = False
+    """Let the ``process`` level run model code as root when the harness is root (it drops to an
+    unprivileged uid otherwise, and refuses if it cannot). Root code there can read every
+    secret and take over the machine: only for throw-away machines."""
 
     allow_env: list[str] = Field(default_factory=list)
     """Environment variable names passed to the sandbox even though they look like secrets."""

@@ -21,7 +21,7 @@ from agentkit import RunAgent, scripted
 
 from omnilab.config import SandboxLimits
 from omnilab.models.providers import scripted as s
-from omnilab.sandbox import IsolationLevel, PythonSession, isolation_level
+from omnilab.sandbox import IsolationLevel, PythonSession, isolation_level, isolation_report
 from omnilab.tools.base import Tool, ToolResult
 from omnilab.tools.code import CODE_EXECUTOR_SCHEMA, code_executor_tool
 
@@ -84,6 +84,8 @@ def test_state_persists_and_files_stay_in_the_workspace(executor: Tool, ws: Path
     assert body(second)["result"] == "42"
     assert (ws / "out.txt").read_text() == "hi"
     assert second.metadata["isolation"] == isolation_level().value
+    # The totals this machine cannot enforce, as the isolation report lists them.
+    assert second.metadata["missing_totals"] == isolation_report().missing_totals
 
 
 def test_exceptions_come_back_as_output(executor: Tool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from omnilab.config import SandboxLimits
+from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox import IsolationLevel, SandboxError
 from omnilab.sandbox._isolation import resolve_level
 
@@ -84,16 +85,39 @@ def _scan(token: str) -> list[int]:
     return found
 
 
+def _as_root_at_process_level(level: IsolationLevel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest workspaces (under the 0700 ``/tmp/pytest-of-root``) cannot be reached by the
+    process level's own uid: with a root harness, the generic attack tests run that level with
+    the unsafe opt-in (as before it existed); ``test_process_level.py`` tests the uid drop."""
+    if level is IsolationLevel.PROCESS and os.geteuid() == 0:
+        monkeypatch.setenv("OMNILAB_SANDBOX__UNSAFE_PROCESS_AS_ROOT", "1")
+        get_settings.cache_clear()
+
+
 @pytest.fixture()
-def available() -> Callable[[str], IsolationLevel]:
+def available(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], IsolationLevel]:
     """``available(level)``: the level, or skip when this machine does not offer it."""
-    return _available
+
+    def get(level: str) -> IsolationLevel:
+        resolved = _available(level)
+        _as_root_at_process_level(resolved, monkeypatch)
+        return resolved
+
+    return get
 
 
 @pytest.fixture()
-def strong(request: pytest.FixtureRequest) -> Callable[[str, str], IsolationLevel]:
+def strong(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str, str], IsolationLevel]:
     """``strong(level, what)``: the level; at ``process`` a strict xfail naming the gap."""
-    return lambda level, what: _strong(request, level, what)
+
+    def get(level: str, what: str) -> IsolationLevel:
+        resolved = _strong(request, level, what)
+        _as_root_at_process_level(resolved, monkeypatch)
+        return resolved
+
+    return get
 
 
 @pytest.fixture()

@@ -98,10 +98,14 @@ def test_caller_errors_are_one_line(ws: Path, tmp_path: Path) -> None:
 
 def test_isolation_from_settings(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMNILAB_SANDBOX__ISOLATION", "process")
+    # pytest's 0700 tmp folder is out of reach of the level's own uid: run as root, loudly.
+    monkeypatch.setenv("OMNILAB_SANDBOX__UNSAFE_PROCESS_AS_ROOT", "1")
     get_settings.cache_clear()
     r = run(["true"], workspace=ws)
     assert r.isolation is IsolationLevel.PROCESS and r.network
     assert any("outside its workspace" in w for w in r.warnings)
+    if os.geteuid() == 0:
+        assert any(w.startswith("UNSAFE: this code ran as root") for w in r.warnings)
 
 
 def test_unavailable_level_is_refused_not_downgraded(ws: Path) -> None:
@@ -120,7 +124,7 @@ def test_report_is_honest() -> None:
         assert any("network" in gap for gap in report.not_blocked)
     else:
         assert any("network" in item for item in report.blocked)
-    assert report.own_uid == (os.geteuid() == 0 and report.level is not IsolationLevel.PROCESS)
+    assert report.own_uid == (os.geteuid() == 0)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

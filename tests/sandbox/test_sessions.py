@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from omnilab.config import SandboxLimits
+from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox import (
     IsolationLevel,
     PythonSession,
@@ -199,7 +199,9 @@ def test_shell_output_truncated_head_and_tail(sh: ShellSession) -> None:
     assert r.stdout_bytes > 5_000_000 and "bytes cut" in r.stdout
 
 
-def test_sessions_at_process_level_say_so(ws: Path) -> None:
+def test_sessions_at_process_level_say_so(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMNILAB_SANDBOX__UNSAFE_PROCESS_AS_ROOT", "1")  # pytest's tmp is 0700
+    get_settings.cache_clear()
     with ShellSession(ws, isolation="process") as shell:
         r = shell.run("echo ok")
     assert r.isolation is IsolationLevel.PROCESS and r.network

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("omnilab.cli.eval:analyze", "Label failed tasks with OmniGAIA's error types."),
     "trace": ("omnilab.cli.trace:trace", "Print a saved trajectory step by step."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
+    "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
 }
 """Every sub-command: name -> (``module:attr``, short help)."""
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from omnilab.config import SandboxLimits, get_settings
+from omnilab.sandbox._cgroup import cgroup_status
+from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._spawn import Launch, SandboxProcess
 from omnilab.sandbox._types import IsolationLevel, SandboxError
 
@@ -48,6 +50,17 @@ class IsolationReport(BaseModel):
     unavailable: dict[str, str] = Field(default_factory=dict)
     """Stronger levels that do not work here, and why."""
 
+    totals: dict[str, str] = Field(default_factory=dict)
+    """Each per-sandbox total (memory, processes, cpu rate, cpu time, workspace size) and what
+    enforces it here, or ``MISSING (why)``."""
+
+    missing_totals: list[str] = Field(default_factory=list)
+    """The totals nothing enforces on this machine (results carry the same list)."""
+
+    seccomp: bool = False
+    """A seccomp filter (no new namespaces, ptrace, bpf, io_uring, keyrings, mounts...) is
+    loaded for sandboxed programs (x86_64 and aarch64)."""
+
     def summary(self) -> str:
         """One paragraph for logs and the CLI."""
         text = f"sandbox isolation: {self.level.value}; blocks: {'; '.join(self.blocked)}"
@@ -55,6 +68,8 @@ class IsolationReport(BaseModel):
             text += f"; does NOT block: {'; '.join(self.not_blocked)}"
         for level, why in self.unavailable.items():
             text += f"; {level} unavailable: {why}"
+        if self.missing_totals:
+            text += f"; totals NOT enforced: {', '.join(self.missing_totals)}"
         return text
 
 
@@ -91,37 +106,83 @@ def _probe(level: IsolationLevel) -> str | None:
     return f"probe failed ({why if isinstance(why, str) else why[0]})"
 
 
-def _describe(level: IsolationLevel, own_uid: bool) -> tuple[list[str], list[str]]:
+_SECCOMP = (
+    "new user namespaces, ptrace, bpf, io_uring, kernel keyrings, mount, kexec, kernel modules, "
+    "perf events, userfaultfd and terminal injection (seccomp filter)"
+)
+
+
+def _describe(
+    level: IsolationLevel, own_uid: bool, seccomp: bool, missing: list[str]
+) -> tuple[list[str], list[str]]:
+    blocked = [
+        "runaway CPU, memory and file size of each process (rlimits, RLIMIT_NOFILE too)",
+        "output floods (head+tail kept)",
+        "leftover processes (killed with the tree, the cgroup, or by uid)",
+        "the harness's environment secrets (scrubbed from the program's environment)",
+    ]
+    not_blocked: list[str] = []
+    if seccomp:
+        blocked.append(_SECCOMP)
+    else:
+        not_blocked.append("dangerous system calls (no seccomp filter for this architecture)")
+    totals = [t for t in ("memory", "processes", "cpu rate", "cpu time") if t not in missing]
+    if totals:
+        blocked.append(f"totals of the whole sandbox: {', '.join(totals)} (cgroups)")
+    if "workspace size" not in missing:
+        blocked.append("filling the disk (the workspace is a size- and inode-limited tmpfs)")
+    if missing:
+        not_blocked.append(
+            f"totals of the whole sandbox: {', '.join(missing)} (see omnilab doctor)"
+        )
     if level is IsolationLevel.PROCESS:
-        blocked = [
-            "runaway CPU, memory and file size (rlimits)",
-            "output floods (head+tail kept)",
-            "leftover processes (killed with the tree)",
-            "the harness's environment secrets (scrubbed)",
-        ]
-        not_blocked = [
-            "reading files outside the workspace (~/.ssh included)",
-            "writing files outside the workspace",
+        if own_uid:
+            blocked += [
+                "the harness's secrets through /proc/PID/environ, ptrace or signals (own uid)",
+                "other users' and other workspaces' private files (own uid, 0700 workspaces)",
+                "fork bombs (RLIMIT_NPROC for the sandbox's own uid)",
+            ]
+        else:
+            not_blocked += [
+                "the harness's secrets through /proc/PID/environ (same uid as the harness)",
+                "signalling or killing the harness and its other processes (same uid)",
+                "reading and writing every file the harness's user can",
+            ]
+        not_blocked += [
+            "reading world-readable files outside the workspace (project files, configs)",
+            "writing world-writable places outside the workspace (/tmp, /dev/shm)",
             "network access",
-            "fork bombs beyond the wall timeout (no uid of its own)",
         ]
         return blocked, not_blocked
-    blocked = [
+    blocked += [
         "network (own network namespace: no way out, not even to the host's loopback), "
         "unless a task allows it",
         "writing outside the workspace (read-only root; /tmp is private)",
-        "reading homes, /run and /mnt (hidden behind empty tmpfs)",
+        "reading homes, /run and /mnt, the harness's working directory, script and config "
+        "folders, and other workspaces (hidden behind empty tmpfs)",
+        "device files other than null, zero, full, random, urandom, tty and terminals "
+        "(minimal /dev)",
         "seeing or signalling other processes (own pid namespace)",
         "leftover processes (the pid namespace dies with the program)",
-        "runaway CPU, memory and file size (rlimits)",
-        "the harness's environment secrets (scrubbed)",
     ]
-    not_blocked = ["reading world-readable files outside homes (system and project files)"]
+    not_blocked.append("reading world-readable system files (/usr, /etc, ...)")
     if own_uid:
         blocked.append("fork bombs (RLIMIT_NPROC for the sandbox's own uid)")
-    else:
+    elif "processes" in missing:
         not_blocked.append("fork bombs until the wall timeout (RLIMIT_NPROC needs its own uid)")
     return blocked, not_blocked
+
+
+def _totals() -> tuple[dict[str, str], list[str]]:
+    status = cgroup_status()
+    if os.geteuid() == 0:
+        status["workspace size"] = (
+            "size- and inode-limited tmpfs per live workspace (a result whose mount failed "
+            "lists it in missing_totals)"
+        )
+    else:
+        status["workspace size"] = "MISSING (mounting the workspace tmpfs needs a root harness)"
+    return status, [name for name, how in status.items() if how.startswith("MISSING")]
 
 
 @cache
@@ -135,14 +196,20 @@ def isolation_report() -> IsolationReport:
             level = candidate
             break
         unavailable[candidate.value] = why
-    own_uid = os.geteuid() == 0 and level is not IsolationLevel.PROCESS
-    blocked, not_blocked = _describe(level, own_uid)
+    unsafe = level is IsolationLevel.PROCESS and get_settings().sandbox.unsafe_process_as_root
+    own_uid = os.geteuid() == 0 and not unsafe
+    seccomp = filter_program() is not None
+    totals, missing = _totals()
+    blocked, not_blocked = _describe(level, own_uid, seccomp, missing)
     report = IsolationReport(
         level=level,
         own_uid=own_uid,
         blocked=blocked,
         not_blocked=not_blocked,
         unavailable=unavailable,
+        totals=totals,
+        missing_totals=missing,
+        seccomp=seccomp,
     )
     if level is IsolationLevel.PROCESS:
         log.warning("%s", report.summary())

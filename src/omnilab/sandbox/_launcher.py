@@ -4,11 +4,15 @@ Runs in the child, never in the harness: the harness passes this file's text to
 ``python -I -S -c`` with a JSON config as the only argument, so it may use the standard library
 only and must not import omnilab. It
 
+0. joins the sandbox's cgroups (descriptors the harness opened), so that everything it starts
+   counts against the sandbox's totals;
 1. (``namespaces`` level, as root of fresh mount/pid namespaces) hides the homes and the
    temporary folders behind tmpfs, binds back the workspace (writable) and the Python install
-   (read-only), mounts a /proc of its own and makes every other mount read-only;
+   (read-only), builds a minimal /dev, mounts a /proc of its own and makes every other mount
+   read-only;
 2. forks the program in a new session with its rlimits, under the sandbox uid (harness is root)
-   or with every capability dropped (user namespace), with no_new_privs, in the workspace;
+   or with every capability dropped (user namespace), with no_new_privs and the seccomp filter
+   the harness built (:mod:`._seccomp`), in the workspace;
 3. stays as the reaper (child subreaper, or init of the pid namespace), reports the program's
    status on the status pipe and kills whatever the program left behind before exiting.
 
@@ -19,19 +23,42 @@ Status messages are JSON lines: ``ready`` (pids and pid namespace), ``error`` (c
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import fcntl
-import json
 import os
-import platform
-import resource
-import signal
 import sys
 import threading
-import time
-from pathlib import Path
-from typing import Any
+
+
+def _join_cgroups(fds: list[int], failed: list[str]) -> None:
+    """Moves this process (all its threads) into the sandbox's cgroups."""
+    try:
+        for fd in fds:
+            os.write(fd, b"0")  # 0: this process; everything it starts follows
+            os.close(fd)
+    except OSError as exc:
+        failed.append(f"cgroup: {exc}")
+
+
+# Joining a cgroup waits for an RCU grace period (milliseconds, more on a loaded machine): it
+# starts before the other imports, overlaps them and the mount setup, and ends before anything
+# is forked (``main``). The descriptors come as ``argv[2]``, readable without ``json``.
+_CGROUP_FAILED: list[str] = []
+_JOINER: threading.Thread | None = None
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2]:
+    _JOINER = threading.Thread(
+        target=_join_cgroups, args=([int(fd) for fd in sys.argv[2].split(",")], _CGROUP_FAILED)
+    )
+    _JOINER.start()
+
+import contextlib  # noqa: E402 - after the cgroup join started, on purpose
+import ctypes  # noqa: E402
+import fcntl  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
@@ -49,6 +76,18 @@ _PR_CAPBSET_DROP = 24
 _PR_SET_SECUREBITS = 28
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_MS_NOEXEC_NOSUID = 0x2 | 0x8
+# What /dev holds in the sandbox: no fuse, tun, disks or kvm of the host.
+_DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+_DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+    "ptmx": "pts/ptmx",
+}
 # NOROOT + NO_CAP_AMBIENT_RAISE, both locked: uid 0 of a user namespace regains nothing on exec.
 _SECUREBITS = 0x01 | 0x02 | 0x40 | 0x80
 _RLIMITS = {
@@ -57,6 +96,7 @@ _RLIMITS = {
     "FSIZE": resource.RLIMIT_FSIZE,
     "NPROC": resource.RLIMIT_NPROC,
     "CORE": resource.RLIMIT_CORE,
+    "NOFILE": resource.RLIMIT_NOFILE,
 }
 
 
@@ -67,6 +107,10 @@ class _MountAttr(ctypes.Structure):
         ("propagation", ctypes.c_uint64),
         ("userns_fd", ctypes.c_uint64),
     )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
 class _CapHeader(ctypes.Structure):
@@ -141,11 +185,17 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
     binds: list[tuple[str, bool]] = [(p, bool(rw)) for p, rw in plan["binds"]]
     # Opened before the tmpfs mounts hide them; bound from the descriptor afterwards.
     fds = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in binds}
+    devices = {n: os.open(f"/dev/{n}", os.O_PATH | os.O_CLOEXEC) for n in plan.get("dev", [])}
     tmpfs = [(p, int(size), 0o1777) for p, size in plan["scratch"]]
     tmpfs += [(p, 1024 * 1024, 0o755) for p in plan["masks"]]
+    if devices:
+        tmpfs.append(("/dev", 1024 * 1024, 0o755))
     for path, size, mode in sorted(tmpfs, key=lambda t: _depth(t[0])):
         Path(path).mkdir(parents=True, exist_ok=True)
-        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode:o},size={size}")
+        flags = _MS_NOSUID | (0 if path == "/dev" else _MS_NODEV)
+        _mount("tmpfs", path, "tmpfs", flags, f"mode={mode:o},size={size}")
+        if path == "/dev":
+            _populate_dev(devices)
     for path, _ in sorted(binds, key=lambda b: _depth(b[0])):
         source = f"/proc/self/fd/{fds[path]}"
         if Path(source).is_dir():
@@ -160,10 +210,38 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     readonly = _set_readonly("/", True)
     if readonly:
-        for path in [p for p, rw in binds if rw] + [p for p, _ in plan["scratch"]]:
+        writable = [p for p, rw in binds if rw] + [p for p, _ in plan["scratch"]]
+        if devices and Path("/dev/pts/ptmx").exists():
+            writable.append("/dev/pts")
+        for path in writable:
             if not _set_readonly(path, False):
                 raise OSError(f"cannot make {path} writable again")
     return readonly
+
+
+def _populate_dev(devices: dict[str, int]) -> None:
+    """Fills the fresh /dev: the harmless nodes bound from the host's, links, a private
+    devpts (terminals) and the folder for the /dev/shm tmpfs."""
+    for name, fd in devices.items():
+        Path("/dev", name).touch(mode=0o666)
+        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, _MS_BIND)
+        os.close(fd)
+    for name, target in _DEV_LINKS.items():
+        Path("/dev", name).symlink_to(target)
+    Path("/dev/pts").mkdir()
+    Path("/dev/shm").mkdir(exist_ok=True)  # noqa: S108 - the sandbox's own, a tmpfs next
+    with contextlib.suppress(OSError):  # terminals are optional: programs run without one
+        _mount("devpts", "/dev/pts", "devpts", _MS_NOEXEC_NOSUID, "newinstance,ptmxmode=0666")
+
+
+def _load_seccomp(program: bytes) -> None:
+    """Installs the harness's BPF filter on this process and what it starts (needs
+    no_new_privs first)."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(
+        _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp"
+    )
 
 
 def _drop_capabilities() -> None:
@@ -219,6 +297,8 @@ def _become_program(cfg: dict[str, Any]) -> None:
         libc = _libc()
         # No setuid binary or file capability can give back what was dropped.
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        if cfg.get("seccomp"):
+            _load_seccomp(bytes.fromhex(cfg["seccomp"]))
         # Set after the uid change, which clears it; the launcher dying takes the program along.
         _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
         if os.getppid() != launcher:
@@ -289,16 +369,21 @@ def _watch_harness(lifeline: int, child: int) -> None:
 
 
 def main() -> None:
-    """Entry point: ``python -I -S -c <this file> <json config>``."""
+    """Entry point: ``python -I -S -c <this file> <json config> <cgroup descriptors>``."""
     cfg = json.loads(sys.argv[1])
     status_fd = int(cfg["status_fd"])
+    failed = _CGROUP_FAILED
     readonly = False
     if cfg.get("mounts"):
         try:
             readonly = _setup_mounts(cfg["mounts"])
         except OSError as exc:
-            _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {exc}"})
-            os._exit(125)
+            failed.append(str(exc))
+    if _JOINER is not None:
+        _JOINER.join()
+    if failed:
+        _report(status_fd, {"event": "error", "message": f"sandbox setup failed: {failed[0]}"})
+        os._exit(125)
     # Orphans of the program come back to us (outside a pid namespace too), so none escapes.
     _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child = os.fork()

@@ -11,13 +11,21 @@ import os
 import shutil
 import stat
 import sys
-import zlib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
+from omnilab.config import config_file
 from omnilab.sandbox._types import IsolationLevel
 
-__all__ = ["MountPlan", "mount_plan", "sandbox_ids", "wrapper_argv"]
+__all__ = [
+    "DEV_NODES",
+    "SYSTEM_DIRS",
+    "MountPlan",
+    "closed_ancestor",
+    "mount_plan",
+    "wrapper_argv",
+]
 
 # Writable, private, vanishing: programs expect to write temporary files here.
 _SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - replaced by private tmpfs, not used
@@ -48,6 +56,7 @@ class MountPlan:
             "masks": self.masks,
             "binds": [[p, rw] for p, rw in self.binds],
             "proc": True,
+            "dev": DEV_NODES,
         }
 
     def bwrap_args(self) -> list[str]:
@@ -78,31 +87,51 @@ def _under(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def sandbox_ids(workspace: Path, uid_base: int) -> tuple[int, int] | None:
-    """The uid and gid sandboxed code runs under, or None when the harness is not root.
-
-    Derived from the workspace path, so every task has its own uid: RLIMIT_NPROC (counted per
-    uid) becomes a per-sandbox limit, and one task cannot read another's files.
-    """
-    if os.geteuid() != 0:
-        return None
-    uid = uid_base + zlib.crc32(os.fsencode(workspace)) % 65536
-    return uid, uid
+# Never masked: the system the sandbox runs on (a harness started in / or /usr must not hide it).
+SYSTEM_DIRS = {"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+           "/var", "/sys", "/proc", "/dev", "/tmp", "/usr/local", "/usr/lib", "/usr/bin"}  # fmt: skip  # noqa: S108
+DEV_NODES = ["null", "zero", "full", "random", "urandom", "tty"]
 
 
+def _prefixes() -> list[str]:
+    return sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)})
+
+
+@cache
 def _python_paths() -> list[str]:
-    """Folders the sandboxed Python needs: its install, its venv and its import path."""
-    paths = {sys.base_prefix, sys.prefix, sys.exec_prefix}
+    """Folders the sandboxed Python needs: its install prefixes and the import path entries
+    inside them (standard library, site-packages). Entries elsewhere (the harness's working
+    directory, its script folder, source checkouts, PYTHONPATH) are never bound back."""
+    prefixes = _prefixes()
+    paths = set(prefixes)
     paths.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
-    paths.update(p for p in sys.path if p and Path(p).is_dir())
-    return sorted({os.path.realpath(p) for p in paths})
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and Path(real).is_dir() and _under(real, prefixes):
+            paths.add(real)
+    return sorted(paths)
+
+
+def _private_folders(workspace: str) -> list[str]:
+    """Folders of the harness that sandboxed code must not see: its working directory, its
+    script's folder, the folder of its configuration file, and the folder holding the
+    workspace (other tasks' workspaces)."""
+    found = [Path.cwd(), config_file().absolute().parent, Path(workspace).parent]
+    if sys.argv and sys.argv[0] not in ("", "-c", "-m"):
+        found.append(Path(sys.argv[0]).absolute().parent)
+    private = []
+    for folder in (os.path.realpath(f) for f in found):
+        inside_ws = _under(folder, [workspace])
+        if folder not in SYSTEM_DIRS and not inside_ws and Path(folder).is_dir():
+            private.append(folder)
+    return private
 
 
 def _real_dir(path: str) -> bool:
     return Path(path).is_dir() and not Path(path).is_symlink()
 
 
-def _closed_ancestor(path: str) -> str | None:
+def closed_ancestor(path: str) -> str | None:
     """The highest folder above ``path`` that a stranger (other uid) cannot enter."""
     parts = Path(path).parts
     for i in range(2, len(parts)):
@@ -126,9 +155,11 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     plan.scratch = [p for p in _SCRATCH if _real_dir(p)]
     masks = [p for p in _MASKED if _real_dir(p)]
     home = os.path.realpath(Path.home())
-    if home != "/" and Path(home).is_dir() and not _under(home, masks):
-        masks.append(home)
     ws = os.path.realpath(workspace)
+    for folder in [home, *_private_folders(ws)]:
+        if folder not in SYSTEM_DIRS and Path(folder).is_dir() and not _under(folder, masks):
+            # A deeper mask under a new one is redundant; drop it.
+            masks = [m for m in masks if not _under(m, [folder])] + [folder]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
     # A resolver config that lives under /run (systemd-resolved) must stay readable.
     resolv = os.path.realpath("/etc/resolv.conf")
@@ -136,7 +167,7 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
         needed.append((str(Path(resolv).parent), False))
     if as_stranger:
         for path, _ in needed:
-            closed = _closed_ancestor(path)
+            closed = closed_ancestor(path)
             if closed and not _under(closed, masks + plan.scratch):
                 masks.append(closed)
     plan.masks = masks

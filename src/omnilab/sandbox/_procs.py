@@ -16,6 +16,7 @@ __all__ = [
     "kill_tree",
     "pids_in_namespace",
     "pids_of_uid",
+    "tree_cpu_seconds",
 ]
 
 _PROC = Path("/proc")
@@ -70,6 +71,20 @@ def host_pid(root: int, inner_pid: int) -> int | None:
     return None
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and its live descendants, each with what its
+    reaped children left it (the fallback when no cgroup counts the sandbox's CPU)."""
+    ticks = 0
+    for pid in [root, *descendants(root)]:
+        try:
+            stat = (_PROC / str(pid) / "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def pids_in_namespace(pidns: str) -> list[int]:
     """Processes in the pid namespace named like ``pid:[4026532]`` (``/proc/PID/ns/pid``)."""
     found = []
@@ -81,18 +96,13 @@ def pids_in_namespace(pidns: str) -> list[int]:
 
 
 def pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real uid is ``uid``."""
+    """Processes running as ``uid`` (the owner of ``/proc/PID`` is the process's effective uid,
+    one ``stat`` per process instead of reading its status)."""
     found = []
     for pid in _pids():
-        try:
-            status = (_PROC / str(pid) / "status").read_text()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("Uid:"):
-                if int(line.split()[1]) == uid:
-                    found.append(pid)
-                break
+        with contextlib.suppress(OSError):
+            if (_PROC / str(pid)).stat().st_uid == uid:
+                found.append(pid)
     return found
 
 

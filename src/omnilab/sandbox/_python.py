@@ -22,6 +22,13 @@ __all__ = ["PythonSession"]
 
 _REPLY_MAX = 8 * 1024**2
 _RESTARTED = "the interpreter was restarted: variables and imports from earlier calls are gone"
+_IDLE_BURN = (
+    "threads or processes left running used {:.1f} s of CPU between calls (more than a call "
+    "may use); the interpreter was restarted"
+)
+# The driver stops the code at the CPU limit itself (a traceback, the state kept); the harness's
+# own count over the whole tree ends the interpreter a little later if that did not work.
+_CPU_GRACE_S = 1.0
 
 
 @cache
@@ -52,19 +59,23 @@ class PythonSession(Session):
         network: bool | None = None,
         env: Mapping[str, str] | None = None,
         isolation: IsolationLevel | str | None = None,
+        python: str | None = None,
     ) -> None:
         super().__init__(workspace, limits=limits, network=network, env=env, isolation=isolation)
+        self.python = python or sys.executable
+        """The interpreter (default the harness's own, so the same packages import)."""
         self._requests = -1
         self._replies = -1
         self.calls = 0
         """Blocks run so far."""
+        self._cpu_end: float | None = None
 
     def _start(self) -> SandboxProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
             proc, self._warnings = start_sandbox(
-                [sys.executable, "-I", "-c", _driver_source(), str(self.limits.output_bytes)],
+                [self.python, "-I", "-c", _driver_source(), str(self.limits.output_bytes)],
                 workspace=self.workspace,
                 limits=self.limits,
                 network=self._network,
@@ -119,13 +130,25 @@ class PythonSession(Session):
         """
         started = time.monotonic()
         state_lost = False
+        notes: list[str] = []
+        idle = self._idle_cpu()
+        if idle > self.limits.cpu_seconds:
+            # Threads or processes left running burnt a whole call's CPU while no call ran.
+            notes.append(_IDLE_BURN.format(idle))
+            self._stop()
         if self._proc is None or self._proc.popen.poll() is not None:
             self._stop()
             state_lost = self.calls > 0
             self.restarts += int(state_lost)
             self._proc = self._start()
+            self._cpu_end = None
         proc = self._proc
         self.calls += 1
+        # The harness counts the call's CPU over the whole tree (and what ran since the last
+        # call): the driver's own timer is a courtesy that code can switch off.
+        start = self._cpu_end if self._cpu_end is not None else proc.cpu_used()
+        if start is not None:
+            proc.cpu_budget = (start, self.limits.cpu_seconds + _CPU_GRACE_S)
         proc.stdout = HeadTail(self.limits.output_bytes)
         proc.stderr = HeadTail(self.limits.output_bytes)
         body = json.dumps({"code": code, "cpu": self.limits.cpu_seconds}).encode()
@@ -143,7 +166,8 @@ class PythonSession(Session):
             # The reply pipe ended: the interpreter died (os._exit, a signal, a limit).
             proc.pump(time.monotonic() + 2.0)
         proc.drain()
-        warnings = list(self._warnings)
+        proc.cpu_budget = None
+        warnings = [*self._warnings, *notes]
         if state_lost:
             warnings.append(_RESTARTED)
         killed: str | None = None
@@ -163,11 +187,17 @@ class PythonSession(Session):
             error = str(reply["error"]) if reply else self._death(outcome.exit_code, outcome.signal)
             if not answered:
                 error = f"the call took longer than {deadline - started:.0f} s and was stopped"
+            elif proc.cpu_exceeded:
+                error = (
+                    f"the call used more than {self.limits.cpu_seconds:g} s of CPU (counted over "
+                    "all its threads and processes) and the interpreter was stopped"
+                )
             warnings.append(
                 "the interpreter was killed: variables are lost; the next call starts afresh"
             )
             state_lost = True
             self._stop()
+        self._cpu_end = proc.cpu_used() if self._proc is not None else None
         return PythonResult(
             stdout=proc.stdout.text(),
             stderr=proc.stderr.text(),
@@ -179,8 +209,16 @@ class PythonSession(Session):
             duration_s=round(time.monotonic() - started, 3),
             isolation=proc.level,
             network=proc.network,
+            missing_totals=proc.missing_totals,
             warnings=warnings,
         )
+
+    def _idle_cpu(self) -> float:
+        """CPU seconds the interpreter's tree used since the last call ended."""
+        if self._proc is None or self._cpu_end is None or self._proc.popen.poll() is not None:
+            return 0.0
+        used = self._proc.cpu_used()
+        return 0.0 if used is None else used - self._cpu_end
 
     def _bounded(self, text: object) -> str | None:
         if not isinstance(text, str):

@@ -22,9 +22,19 @@ _PROCESS_WARNING = (
 )
 
 
-def sandbox_warnings(level: IsolationLevel, refused: Sequence[str]) -> list[str]:
+_ROOT_WARNING = (
+    "UNSAFE: this code ran as root (sandbox.unsafe_process_as_root): it could read every secret "
+    "on this machine and take it over"
+)
+
+
+def sandbox_warnings(
+    level: IsolationLevel, refused: Sequence[str], *, as_root: bool = False
+) -> list[str]:
     """What a result should tell its reader about how the code was (not) isolated."""
     warnings = [_PROCESS_WARNING] if level is IsolationLevel.PROCESS else []
+    if as_root:
+        warnings.append(_ROOT_WARNING)
     if refused:
         warnings.append(
             "environment variables not passed because they look like secrets: "
@@ -75,12 +85,14 @@ def start_sandbox(
             env=environment,
             network=settings.network if network is None else network,
             uid_base=settings.uid_base,
+            as_root=level is IsolationLevel.PROCESS and settings.unsafe_process_as_root,
             stdin_pipe=stdin_pipe,
             fd_map=fd_map,
             cpu_per_process=cpu_per_process,
         )
     )
-    return proc, sandbox_warnings(level, refused)
+    as_root = proc.ids is None and os.geteuid() == 0
+    return proc, sandbox_warnings(level, refused, as_root=as_root)
 
 
 def run(
@@ -120,12 +132,16 @@ def run(
         stdin_pipe=stdin is not None,
     )
     try:
+        # Each process has its RLIMIT_CPU; this bounds the whole tree (many processes).
+        proc.cpu_budget = (0.0, proc.limits.cpu_seconds + 1.0)
         if stdin is not None:
             proc.send(stdin.encode() if isinstance(stdin, str) else stdin, then_close=True)
         finished = proc.pump(proc.started + proc.limits.wall_seconds)
         if not finished:
             proc.kill()
+        proc.cpu_budget = None
         outcome = proc.outcome(timed_out=not finished)
+        missing = proc.missing_totals
     finally:
         proc.close()
     if outcome.error and outcome.error.startswith("sandbox setup failed"):
@@ -146,5 +162,6 @@ def run(
         cpu_s=outcome.cpu_s,
         isolation=proc.level,
         network=proc.network,
+        missing_totals=missing,
         warnings=warnings,
     )

@@ -112,6 +112,10 @@ class ShellSession(Session):
         proc.stdout = HeadTail(self.limits.output_bytes)
         proc.stderr = HeadTail(self.limits.output_bytes)
         proc.extra[self._done] = bytearray()
+        cpu_start = proc.cpu_used()
+        if cpu_start is not None:
+            # Each process has its RLIMIT_CPU; this bounds the command's whole tree.
+            proc.cpu_budget = (cpu_start, self.limits.cpu_seconds + 1.0)
         nonce = secrets.token_hex(8)
         # fd 3 is closed for the command itself: only the shell reports completion.
         line = f"eval {bash_quote(command)} 3>&- </dev/null; printf '{nonce} %d\\n' $? >&3\n"
@@ -134,6 +138,7 @@ class ShellSession(Session):
                 self._interrupt(proc)
                 proc.pump(min(grace, time.monotonic() + 0.1), until=ended)
         proc.drain()
+        proc.cpu_budget = None
         match = self._finished(proc, nonce)
         exit_code = int(match.group(1)) if match else None
         signal_name = "SIGKILL" if not completed else None
@@ -163,6 +168,7 @@ class ShellSession(Session):
             isolation=proc.level,
             network=proc.network,
             state_lost=state_lost,
+            missing_totals=proc.missing_totals,
             warnings=warnings,
         )
 

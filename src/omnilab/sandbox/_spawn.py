@@ -19,43 +19,25 @@ from typing import Any
 
 from omnilab.config import SandboxLimits
 from omnilab.sandbox import _procs
+from omnilab.sandbox._cgroup import SandboxCgroup
 from omnilab.sandbox._headtail import HeadTail
-from omnilab.sandbox._plan import mount_plan, sandbox_ids, wrapper_argv
+from omnilab.sandbox._holdings import Holdings
+from omnilab.sandbox._plan import mount_plan, wrapper_argv
+from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._types import IsolationLevel, SandboxError
+from omnilab.sandbox._wsfs import prepare_workspace
 
 __all__ = ["Launch", "Outcome", "SandboxProcess", "prepare_workspace"]
 
 _STATUS_MAX = 64 * 1024
 _CHUNK = 64 * 1024
+_NOFILE = 1024
+_CPU_CHECK_S = 0.1
 
 
 @cache
 def _launcher_source() -> str:
     return (Path(__file__).with_name("_launcher.py")).read_text()
-
-
-def prepare_workspace(workspace: Path | str, ids: tuple[int, int] | None = None) -> Path:
-    """Checks the workspace, creates its ``tmp`` folder and hands it to the sandbox uid."""
-    path = Path(workspace)
-    if not path.is_absolute():
-        path = path.resolve()
-    if not path.is_dir():
-        raise SandboxError(f"sandbox workspace {path} is not an existing folder; create it first")
-    if path == Path("/") or path == Path.home().resolve():
-        raise SandboxError(f"sandbox workspace {path} is too broad; use a folder of its own")
-    (path / "tmp").mkdir(exist_ok=True)
-    if ids is not None:
-        uid, gid = ids
-        # Files the harness put there (inputs, earlier runs under another uid) become the
-        # sandbox's; lchown so a symlink planted by code cannot make us chown its target.
-        for root, dirs, files in os.walk(path):
-            for name in [*dirs, *files]:
-                entry = Path(root, name)
-                if entry.lstat().st_uid != uid:
-                    os.lchown(entry, uid, gid)
-        os.chown(path, uid, gid)
-        path.chmod(0o700)
-    return path.resolve()
 
 
 @dataclass
@@ -74,7 +56,11 @@ class Launch:
     """Descriptors the program gets: number in the program -> child end in the harness. The
     sandbox owns (and always closes) those child ends."""
     cpu_per_process: bool = True
-    """False for a session whose driver sets the CPU limit per call itself."""
+    """False for a persistent session: each process gets ``limits.session_cpu_seconds`` of CPU
+    over its life, and the harness counts each call's CPU over the whole tree."""
+    as_root: bool = False
+    """The ``process`` level with a root harness: run as root (the loud opt-in) instead of
+    dropping to a uid of its own."""
 
 
 class SandboxProcess:
@@ -84,16 +70,33 @@ class SandboxProcess:
         self.level = launch.level
         self.network = launch.network or launch.level is IsolationLevel.PROCESS
         self.limits = launch.limits
-        self.ids = sandbox_ids(launch.workspace, launch.uid_base)
-        if launch.level is IsolationLevel.PROCESS:
-            self.ids = None
+        self.hold: Holdings | None = None
+        self.cpu_budget: tuple[float, float] | None = None
+        """(CPU seconds at the start of the call, seconds allowed): :meth:`pump` kills the
+        sandbox past it, counting the whole tree."""
+        self.cpu_exceeded = False
+        self._cpu_checked = 0.0
         try:
-            self.workspace = prepare_workspace(launch.workspace, self.ids)
+            self.hold = Holdings(
+                launch.workspace,
+                level=launch.level,
+                limits=launch.limits,
+                uid_base=launch.uid_base,
+                as_root=launch.as_root,
+                command=launch.command,
+                env=launch.env,
+            )
         except BaseException:
             # The child ends in ``fd_map`` are ours from the start: close them on every path.
             for fd in (launch.fd_map or {}).values():
                 os.close(fd)
             raise
+        self.ids = self.hold.ids
+        """The uid and gid the program runs under (None: the harness's own)."""
+        self.workspace = self.hold.workspace
+        self.cgroup: SandboxCgroup | None = self.hold.cgroup
+        self.missing_totals = self.hold.missing_totals
+        """Totals this sandbox runs without (no cgroup for them, no workspace tmpfs)."""
         self.stdout = HeadTail(launch.limits.output_bytes)
         self.stderr = HeadTail(launch.limits.output_bytes)
         self.events: list[dict[str, Any]] = []
@@ -104,26 +107,35 @@ class SandboxProcess:
         self._pending: dict[int, bytes] = {}
         self._close_after: set[int] = set()
         self.started = time.monotonic()
-        self.popen = self._start(launch)
+        try:
+            self.popen = self._start(launch)
+        except BaseException:
+            self._release()
+            raise
 
     def _start(self, launch: Launch) -> subprocess.Popen[bytes]:
         status_r, status_w = os.pipe()
         # The harness keeps the write end for the sandbox's whole life (see the launcher).
         life_r, self._lifeline = os.pipe()
         child_ends = dict(launch.fd_map or {})
-        cpu = launch.limits.cpu_seconds
-        cpu_soft = max(1, round(cpu)) if launch.cpu_per_process else -1
+        limits = launch.limits
+        cpu = limits.cpu_seconds if launch.cpu_per_process else limits.session_cpu_seconds
+        cpu_soft = max(1, round(cpu))
         rlimits: dict[str, list[int]] = {
             # Hard one second later: SIGXCPU first (reported as such), SIGKILL if ignored.
-            "CPU": [cpu_soft, cpu_soft + 1 if cpu_soft > 0 else -1],
-            "AS": [launch.limits.memory_bytes] * 2,
-            "FSIZE": [launch.limits.file_size_bytes] * 2,
+            "CPU": [cpu_soft, cpu_soft + 1],
+            "AS": [limits.memory_bytes] * 2,
+            "FSIZE": [limits.file_size_bytes] * 2,
             "CORE": [0, 0],
+            "NOFILE": [_NOFILE, _NOFILE],
         }
         if self.ids is not None:
-            rlimits["NPROC"] = [launch.limits.max_processes] * 2
+            rlimits["NPROC"] = [limits.max_processes] * 2
         plan = mount_plan(self.workspace, as_stranger=self.ids is not None)
+        cgroup_fds = self.cgroup.join_fds() if self.cgroup else []
+        seccomp = filter_program()
         config: dict[str, Any] = {
+            "seccomp": seccomp.hex() if seccomp else None,
             "status_fd": status_w,
             "lifeline_fd": life_r,
             "fd_map": [[t, s] for t, s in child_ends.items()],
@@ -139,13 +151,14 @@ class SandboxProcess:
             launch.level, network=launch.network, plan=plan, workspace=self.workspace
         )
         argv = [*wrapper, sys.executable, "-I", "-S", "-c", _launcher_source(), json.dumps(config)]
+        argv.append(",".join(map(str, cgroup_fds)))
         try:
             popen = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE if launch.stdin_pipe else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(status_w, life_r, *child_ends.values()),
+                pass_fds=(status_w, life_r, *child_ends.values(), *cgroup_fds),
                 cwd=self.workspace,
                 env=dict(launch.env),
                 start_new_session=True,
@@ -157,7 +170,7 @@ class SandboxProcess:
         finally:
             os.close(status_w)
             os.close(life_r)
-            for fd in child_ends.values():
+            for fd in [*child_ends.values(), *cgroup_fds]:
                 os.close(fd)
         assert popen.stdout is not None and popen.stderr is not None
         self._open: dict[int, str] = {
@@ -217,18 +230,47 @@ class SandboxProcess:
             for fd in self._pending:
                 sel.register(fd, selectors.EVENT_WRITE)
             while not done():
+                self._check_cpu()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 if not sel.get_map():
                     return done()
-                for key, events in sel.select(timeout=min(left, 0.5)):
+                wait = min(left, 0.5 if self.cpu_budget is None else _CPU_CHECK_S)
+                for key, events in sel.select(timeout=wait):
                     fd = int(key.fd)
                     if events & selectors.EVENT_WRITE:
                         self._write(sel, fd)
                     elif self._read(fd) == 0:
                         sel.unregister(fd)
             return True
+
+    def cpu_used(self) -> float | None:
+        """CPU seconds the whole sandbox used so far: the cgroup's count, else the sum over its
+        live process tree (with what each reaped child left to its parent)."""
+        if self.cgroup is not None:
+            used = self.cgroup.cpu_seconds()
+            if used is not None:
+                return used
+        if self.popen.poll() is not None:
+            return None
+        return _procs.tree_cpu_seconds(self.popen.pid)
+
+    def _check_cpu(self) -> None:
+        if self.cpu_budget is None or self.cpu_exceeded:
+            return
+        now = time.monotonic()
+        if now - self._cpu_checked < _CPU_CHECK_S:
+            return
+        if self._cpu_checked == 0.0:  # just armed: nothing can have been used yet
+            self._cpu_checked = now
+            return
+        self._cpu_checked = now
+        used = self.cpu_used()
+        start, allowed = self.cpu_budget
+        if used is not None and used - start > allowed:
+            self.cpu_exceeded = True
+            self.kill()
 
     def drain(self) -> None:
         """Reads whatever is already waiting in the pipes, without blocking."""
@@ -311,6 +353,8 @@ class SandboxProcess:
         if self.popen.poll() is None:
             # Only while the wrapper is unreaped is its pid surely still ours to kill.
             _procs.kill_tree(self.popen.pid)
+        if self.cgroup is not None:
+            self.cgroup.kill()
         ready = self.event("ready")
         if ready and ready.get("pidns") and self.level is not IsolationLevel.PROCESS:
             _procs.kill_processes(_procs.pids_in_namespace(str(ready["pidns"])))
@@ -331,6 +375,12 @@ class SandboxProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self.hold is not None:
+            self.hold.release()
+            self.cgroup = None
 
     def outcome(self, *, timed_out: bool) -> Outcome:
         """How the program ended, from the launcher's report (or the wrapper's exit status)."""
@@ -347,6 +397,9 @@ class SandboxProcess:
             cpu = None
         if timed_out:
             code, sig = None, int(signal.SIGKILL)
+        tree_cpu = self.cpu_used()
+        if tree_cpu is not None and self.cpu_budget is None:
+            cpu = tree_cpu  # the whole tree, not just the children the program waited for
         killed = self._killed_reason(timed_out, code, sig, cpu)
         name = signal.Signals(sig).name if sig else None
         return Outcome(code, name, killed, cpu, str(error["message"]) if error else None)
@@ -356,6 +409,10 @@ class SandboxProcess:
     ) -> str | None:
         if timed_out:
             return "wall-clock timeout"
+        if self.cpu_exceeded:
+            return "cpu limit"
+        if self.cgroup is not None and self.cgroup.oom_kills():
+            return "memory limit"
         if sig == signal.SIGXCPU or (
             sig == signal.SIGKILL and cpu is not None and cpu >= self.limits.cpu_seconds - 0.05
         ):

@@ -27,8 +27,9 @@ class IsolationLevel(StrEnum):
     set up without bubblewrap."""
 
     PROCESS = "process"
-    """Resource limits, own process group, scrubbed environment and the workspace as working
-    directory only: reads and writes outside the workspace and the network are NOT blocked."""
+    """Resource limits, seccomp, own process group, scrubbed environment, the workspace as
+    working directory and (harness root) a uid of its own: reads of world-readable files and
+    writes to world-writable places outside the workspace and the network are NOT blocked."""
 
     @property
     def rank(self) -> int:
@@ -75,6 +76,11 @@ class ExecResult(BaseModel):
 
     network: bool = False
     """Whether the program could reach the network (always true at the ``process`` level)."""
+
+    missing_totals: list[str] = Field(default_factory=list)
+    """Totals this sandbox ran without on this machine (``memory``, ``processes``, ``cpu rate``,
+    ``cpu time``, ``workspace size``): no cgroup or tmpfs could enforce them (``omnilab
+    doctor`` says why)."""
 
     state_lost: bool = False
     """For a shell session: the shell had to be restarted, so its cwd and variables are gone."""
@@ -127,6 +133,11 @@ class PythonResult(BaseModel):
 
     network: bool = False
     """Whether the code could reach the network."""
+
+    missing_totals: list[str] = Field(default_factory=list)
+    """Totals this sandbox ran without on this machine (``memory``, ``processes``, ``cpu rate``,
+    ``cpu time``, ``workspace size``): no cgroup or tmpfs could enforce them (``omnilab
+    doctor`` says why)."""
 
     warnings: list[str] = Field(default_factory=list)
     """Things the caller (or the model) should know: isolation gaps, restarts."""

@@ -8,7 +8,8 @@ modules of the authors' environment; here the interpreter has whatever is instal
 omnilab, and the network is off unless the settings allow it.
 
 The code runs in a :class:`~omnilab.sandbox.PythonSession` (a child process with CPU, memory,
-file-size, process and wall-clock limits, confined to the workspace): variables survive between
+file-size, process and wall-clock limits, totals per sandbox where cgroups work, confined to the
+workspace; the harness counts each call's CPU over the whole process tree): variables survive between
 calls, files stay in the task workspace, stdout and stderr come back head-and-tail truncated. The
 observation is a JSON object like the authors' (``stdout``, ``result``, ``created_files``,
 ``error``, plus ``stderr``); a run stopped by a limit also carries an error code (``TIMEOUT`` or
@@ -141,6 +142,8 @@ def code_executor_tool(session: PythonSession) -> Tool:
                 "duration_s": result.duration_s,
                 "isolation": result.isolation.value,
                 "network": result.network,
+                # For people and logs, not the model: totals this machine could not enforce.
+                "missing_totals": result.missing_totals,
                 "workspace": str(session.workspace),
             },
         )

@@ -16,27 +16,22 @@ What comes back depends on the model's :class:`~omnilab.models.Capabilities`:
 
 Times are whole seconds in the schema; ``t_end`` up to the next whole second past the end reads
 as "to the end", since a model cannot name a fractional duration. Derived files (frames, audio
-segments, crops) go to ``workspace/perception/`` when a workspace is given, else to the media
-cache; the model never sees where: results name media by input id and time range only.
+segments, crops) are served from the media cache, with a copy in ``workspace/perception/`` for
+the task's code when a workspace is given (written without following links: see
+:mod:`omnilab.tools._store`); the model never sees where: results name media by input id and
+time range only.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import uuid
-from collections.abc import Callable
 from pathlib import Path
-
-from PIL import Image as PILImage
 
 from omnilab.config import get_settings
 from omnilab.content import Audio, Content, Image, Text, Video
 from omnilab.errors import OmnilabError
 from omnilab.inputs import FileKind, InputFile, InputSet
 from omnilab.media._validate import check_time_range, require_audio, require_video
-from omnilab.media.audio import audio_segment
-from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.image import crop, load_image
 from omnilab.media.probe import MediaInfo
@@ -44,11 +39,11 @@ from omnilab.media.video import frames
 from omnilab.models.capabilities import Capabilities
 from omnilab.tools import _evidence
 from omnilab.tools._specs import omnigaia_function
+from omnilab.tools._store import MediaStore
 from omnilab.tools.base import Tool, tool
 
 __all__ = ["InvalidToolArgs", "MediaStore", "active_perception_tools"]
 
-_JPEG_QUALITY = 90
 _VIDEO: tuple[FileKind, ...] = ("video",)
 _AUDIBLE: tuple[FileKind, ...] = ("audio", "video")
 _IMAGE: tuple[FileKind, ...] = ("image",)
@@ -58,64 +53,6 @@ class InvalidToolArgs(OmnilabError):  # noqa: N818  (named after the code the mo
     """Arguments that pass the schema but cannot be served; the model sees ``INVALID_ARGS``."""
 
     code = "INVALID_ARGS"
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-
-
-class MediaStore:
-    """Where derived media files go: ``workspace/perception/`` if given, else the media cache."""
-
-    def __init__(self, workspace: Path | None) -> None:
-        self.folder = Path(workspace) / "perception" if workspace is not None else None
-
-    def save(
-        self,
-        source: Path,
-        op: str,
-        params: dict[str, object],
-        name: str,
-        produce: Callable[[Path], None],
-    ) -> Path:
-        """The file for ``op(source, **params)``, written by ``produce(path)`` when missing."""
-        suffix = Path(name).suffix
-        if self.folder is None:
-            cache = MediaCache.default()
-            return cache.get_or_create(cache.key(source, op, params), suffix, produce)
-        dest = self.folder / _safe(name)
-        if dest.is_file():
-            return dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # Written beside the target and renamed, so a reader never sees half a file.
-        tmp = dest.with_name(f".{dest.stem}.tmp-{uuid.uuid4().hex}{suffix}")
-        try:
-            produce(tmp)
-            tmp.replace(dest)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return dest
-
-    def image(
-        self, source: Path, op: str, params: dict[str, object], name: str, image: PILImage.Image
-    ) -> Path:
-        """:meth:`save` for a picture: JPEG (quality 90) or PNG, as ``name`` ends."""
-        fmt = "PNG" if name.lower().endswith(".png") else "JPEG"
-
-        def write(dest: Path) -> None:
-            if fmt == "JPEG":
-                image.save(dest, format=fmt, quality=_JPEG_QUALITY)
-            else:
-                image.save(dest, format=fmt)
-
-        return self.save(source, op, params, name, write)
-
-    def audio(self, f: InputFile, start: float, end: float) -> Path:
-        """The 16 kHz mono WAV of ``[start, end)`` of ``f``."""
-        if self.folder is None:
-            return audio_segment(f.path, start, end)
-        dest = self.folder / _safe(f"{f.id}_{start:g}-{end:g}s.wav")
-        return dest if dest.is_file() else audio_segment(f.path, start, end, out=dest)
 
 
 def segment(

@@ -1,0 +1,765 @@
+"""Attacks on the sandbox, made from inside as model-written code would make them, at every
+isolation level this machine offers; prints attack x level -> contained / escaped.
+
+Usage::
+
+    python bench/sandbox_attacks.py [--levels namespaces,process] [--markdown]
+    python bench/sandbox_attacks.py --overhead 40     # start-up and per-call times
+
+Each attack returns whether the sandbox contained it and what happened. ``PROMISED`` says at
+which levels containment is promised (``process+uid``: the ``process`` level with a root
+harness, which drops to a uid of its own); ``tests/sandbox/test_escapes.py`` runs every attack
+and fails on an escape where one is promised, and on a "contained" where the level documents a
+gap. Everything is small-scale (a 256 MiB memory total, a 64 MiB workspace) so a shared machine
+survives it. Run as root for the full picture (own uids, cgroups, the workspace tmpfs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omnilab.config import SandboxLimits
+from omnilab.sandbox import IsolationLevel, PythonSession, SandboxError, run
+from omnilab.sandbox._isolation import resolve_level
+from omnilab.sandbox._plan import closed_ancestor
+
+Verdict = tuple[bool, str]
+STRONG = frozenset({"bwrap", "namespaces"})
+ALL = frozenset({"bwrap", "namespaces", "process+uid", "process"})
+OWN_UID = frozenset({"bwrap", "namespaces", "process+uid"})
+
+LIMITS = SandboxLimits(
+    cpu_seconds=2,
+    memory_bytes=256 * 1024**2,
+    file_size_bytes=16 * 1024**2,
+    max_processes=48,
+    wall_seconds=15,
+    output_bytes=4000,
+    workspace_bytes=64 * 1024**2,
+    workspace_inodes=2000,
+)
+
+
+@dataclass
+class Ctx:
+    """Where and how one attack runs."""
+
+    level: IsolationLevel
+    root: Path
+    """A scratch folder the sandbox's own uid can pass through (mode 0711)."""
+    python: str
+    """An interpreter that uid can run."""
+    limits: SandboxLimits = field(default_factory=lambda: LIMITS)
+
+    @property
+    def mode(self) -> str:
+        """The level as ``PROMISED`` names it."""
+        if self.level is IsolationLevel.PROCESS and os.geteuid() == 0:
+            return "process+uid"
+        return self.level.value
+
+    def ws(self) -> Path:
+        path = self.root / f"ws-{uuid.uuid4().hex[:8]}"
+        path.mkdir()
+        return path
+
+    def run(self, code: str, **kw: object) -> tuple[str, str]:
+        limits = kw.pop("limits", self.limits)
+        ws = kw.pop("ws", None) or self.ws()
+        r = run(
+            [self.python, "-c", textwrap.dedent(code)],
+            workspace=ws,  # type: ignore[arg-type]
+            limits=limits,  # type: ignore[arg-type]
+            isolation=self.level,
+            **kw,  # type: ignore[arg-type]
+        )
+        return r.stdout, f"exit {r.exit_code}, killed {r.killed}"
+
+    def session(self, ws: Path | None = None, **kw: object) -> PythonSession:
+        limits = kw.pop("limits", self.limits)
+        return PythonSession(
+            ws or self.ws(),
+            limits=limits,  # type: ignore[arg-type]
+            isolation=self.level,
+            python=self.python,
+        )
+
+
+ATTACKS: dict[str, Callable[[Ctx], Verdict]] = {}
+PROMISED: dict[str, frozenset[str]] = {}
+
+
+def attack(name: str, promised: frozenset[str]) -> Callable[..., Callable[[Ctx], Verdict]]:
+    def register(fn: Callable[[Ctx], Verdict]) -> Callable[[Ctx], Verdict]:
+        ATTACKS[name] = fn
+        PROMISED[name] = promised
+        return fn
+
+    return register
+
+
+def _token() -> str:
+    return f"omnilabattack{uuid.uuid4().hex}"
+
+
+def _alive_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+    return found
+
+
+def _gone(token: str, wait: float = 3.0) -> bool:
+    deadline = time.monotonic() + wait
+    while _alive_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive_with(token)
+
+
+def _split(token: str) -> str:
+    """The token as Python source that does not contain it (only the spawned process's
+    command line does)."""
+    return f"{token[:6]!r} + {token[6:]!r}"
+
+
+# -- the attacks of tests/sandbox/test_attacks.py ---------------------------------------------
+
+
+@attack("cpu loop", ALL)
+def cpu_loop(ctx: Ctx) -> Verdict:
+    _, how = ctx.run("while True: pass")
+    return "cpu limit" in how, how
+
+
+@attack("sleep forever", ALL)
+def sleep_forever(ctx: Ctx) -> Verdict:
+    limits = ctx.limits.model_copy(update={"wall_seconds": 1.0})
+    t0 = time.monotonic()
+    _, how = ctx.run("import time; time.sleep(600)", limits=limits)
+    return "wall-clock" in how and time.monotonic() - t0 < 5, how
+
+
+@attack("allocate 10 GB", ALL)
+def allocate(ctx: Ctx) -> Verdict:
+    out, how = ctx.run("b = bytearray(10 * 1024**3); print('allocated')")
+    return "allocated" not in out, how
+
+
+@attack("fork bomb", OWN_UID)
+def fork_bomb(ctx: Ctx) -> Verdict:
+    token = _token()
+    code = f"""
+        import os, sys, time
+        n = 0
+        for _ in range(2000):
+            try:
+                if os.fork() == 0:
+                    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(30)", {_split(token)}])
+                n += 1
+            except OSError:
+                break
+        print("forked", n, flush=True)
+    """
+    limits = ctx.limits.model_copy(update={"wall_seconds": 4.0})
+    out, _ = ctx.run(code, limits=limits)
+    forked = int(out.split()[1]) if out.startswith("forked") else -1
+    contained = 0 <= forked < ctx.limits.max_processes and _gone(token)
+    return contained, f"forked {forked} (limit {ctx.limits.max_processes})"
+
+
+@attack("setsid daemon outlives the run", ALL)
+def daemon(ctx: Ctx) -> Verdict:
+    token = _token()
+    code = f"""
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", {_split(token)}])
+            os._exit(0)
+        time.sleep(0.5)
+    """
+    ctx.run(code)
+    alive = _alive_with(token)
+    return _gone(token, 1.0), f"{len(alive)} daemon(s) left"
+
+
+@attack("write outside the workspace", STRONG)
+def write_outside(ctx: Ctx) -> Verdict:
+    ws = ctx.ws()
+    name = f"escaped-{uuid.uuid4().hex}"
+    targets = [Path("/tmp") / name, ws.parent / name, Path("/var/tmp") / name]
+    code = f"""
+        for path in {[str(t) for t in targets]!r}:
+            try:
+                open(path, "w").write("x")
+            except OSError:
+                pass
+    """
+    ctx.run(code, ws=ws)
+    written = [t for t in targets if t.exists()]
+    for t in written:
+        t.unlink()
+    return not written, f"wrote {[str(t) for t in written]}"
+
+
+@attack("read root-only /etc/shadow", OWN_UID)
+def shadow(ctx: Ctx) -> Verdict:
+    if os.geteuid() != 0 or not Path("/etc/shadow").exists():
+        return True, "n/a (needs a root harness and /etc/shadow)"
+    out, how = ctx.run("print(open('/etc/shadow').read()[:5])")
+    return "root" not in out, how
+
+
+@attack("read the harness user's ssh key", OWN_UID)
+def ssh_key(ctx: Ctx) -> Verdict:
+    home = ctx.root / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    key = home / ".ssh" / "id_ed25519"
+    key.write_text("PRIVATE-KEY-SECRET")
+    key.chmod(0o600)
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        out, how = ctx.run(f"print(open({str(key)!r}).read())")
+    finally:
+        if old is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = old
+    return "SECRET" not in out, how
+
+
+@attack("connect to the host's loopback", STRONG)
+def network(ctx: Ctx) -> Verdict:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(4)
+    got: list[bytes] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = server.accept()
+            with conn:
+                got.append(conn.recv(10))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    code = f"""
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=3).sendall(b"hello")
+        except OSError as e:
+            print("refused", e)
+    """
+    try:
+        ctx.run(code, network=False)
+        thread.join(timeout=5 if not got else 0.1)
+    finally:
+        server.close()
+    return not any(got), f"received {got}"
+
+
+@attack("print 100 MB", ALL)
+def flood(ctx: Ctx) -> Verdict:
+    code = "import sys\nfor _ in range(100): sys.stdout.write('x' * 1_000_000)"
+    r = run([ctx.python, "-c", code], workspace=ctx.ws(), limits=ctx.limits, isolation=ctx.level)
+    return len(r.stdout) < 5000 and r.stdout_bytes == 100_000_000, f"kept {len(r.stdout)} chars"
+
+
+@attack("write a 64 MB file", ALL)
+def big_file(ctx: Ctx) -> Verdict:
+    ws = ctx.ws()
+    _, how = ctx.run("open('big', 'wb').write(b'0' * 64 * 1024**2)", ws=ws)
+    size = (ws / "big").stat().st_size if (ws / "big").exists() else 0
+    return size <= ctx.limits.file_size_bytes, f"{size >> 20} MiB written, {how}"
+
+
+@attack("harness killed with SIGKILL", ALL)
+def harness_killed(ctx: Ctx) -> Verdict:
+    token = _token()
+    harness = f"""
+        from omnilab.sandbox import run
+        run([{ctx.python!r}, "-c", "import time; time.sleep(60)", {_split(token)}],
+            workspace={str(ctx.ws())!r}, isolation={ctx.level.value!r})
+    """
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(harness)])
+    deadline = time.monotonic() + 15
+    while not _alive_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = bool(_alive_with(token))
+    proc.kill()
+    proc.wait()
+    return started and _gone(token), f"sleeper started: {started}"
+
+
+# -- the escapes of issue 11 --------------------------------------------------------------------
+
+
+@attack("read omnilab.toml beside the harness", STRONG)
+def config_beside(ctx: Ctx) -> Verdict:
+    project = ctx.root / "project"
+    project.mkdir(exist_ok=True)
+    config = project / "omnilab.toml"
+    config.write_text('[models]\napi_key = "sk-omnilab-SECRET"\n')
+    config.chmod(0o644)
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        code = f"""
+            import os
+            for path in [{str(config)!r}, "/proc/{os.getpid()}/cwd/omnilab.toml"]:
+                try:
+                    print(open(path).read())
+                except OSError as e:
+                    print("refused", e)
+        """
+        out, how = ctx.run(code)
+    finally:
+        os.chdir(here)
+    return "SECRET" not in out, how
+
+
+def _perception(ctx: Ctx, plant: str, box: list[int]) -> tuple[Path, Path, Path | None]:
+    """A workspace whose code ran ``plant``, and the crop ``read_image`` then served."""
+    from omnilab.inputs import InputSet
+    from omnilab.media import synth
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.tools.perception import active_perception_tools
+
+    media = ctx.root / f"media-{uuid.uuid4().hex[:6]}"
+    media.mkdir()
+    photo = synth.make_image(media / "photo.png", size=(64, 48), index=1)
+    secret = synth.make_image(media / "secret.png", size=(64, 48), index=7)
+    secret.chmod(0o600)
+    ws = ctx.ws()
+    with ctx.session(ws) as py:
+        py.run(plant.replace("SECRET", str(secret)).replace("MEDIA", str(media)))
+    tools = active_perception_tools(
+        InputSet.from_paths([photo]), capabilities=Capabilities(image=True), workspace=ws
+    )
+    read_image = next(t for t in tools if t.name == "read_image")
+    result = asyncio.run(read_image({"image_ids": ["image_1"], "crop_box": box}))
+    served = [p.path for p in result.content if getattr(p, "path", None)]
+    return ws, secret, served[0] if served else None
+
+
+@attack("perception serves a planted link", ALL)
+def perception_read(ctx: Ctx) -> Verdict:
+    plant = """
+        import os
+        os.makedirs("perception", exist_ok=True)
+        os.symlink("SECRET", "perception/image_1_crop_0_0_32_32.png")
+    """
+    _, secret, served = _perception(ctx, textwrap.dedent(plant), [0, 0, 32, 32])
+    leaked = served is not None and served.exists() and served.samefile(secret)
+    return not leaked, f"served {served}"
+
+
+@attack("perception writes through a planted link", ALL)
+def perception_write(ctx: Ctx) -> Verdict:
+    outside = ctx.root / f"outside-{uuid.uuid4().hex[:6]}"
+    outside.mkdir(mode=0o777)
+    outside.chmod(0o777)
+    plant = f"""
+        import os, shutil
+        shutil.rmtree("perception", ignore_errors=True)
+        os.symlink({str(outside)!r}, "perception")
+    """
+    _perception(ctx, textwrap.dedent(plant), [0, 0, 16, 16])
+    written = list(outside.iterdir())
+    return not written, f"harness wrote {[p.name for p in written]} outside"
+
+
+@attack("read another live workspace", OWN_UID)
+def other_workspace(ctx: Ctx) -> Verdict:
+    a, b = ctx.ws(), ctx.ws()
+    with ctx.session(a) as pa, ctx.session(b) as pb:
+        pb.run("open('secret.txt', 'w').write('WORKSPACE-B-SECRET')")
+        code = f"""
+            import os
+            try:
+                print(open({str(b / "secret.txt")!r}).read())
+            except OSError as e:
+                print("refused", e)
+            try:
+                print("LISTED", os.listdir({str(b.parent)!r}))
+            except OSError as e:
+                print("cannot list", e.errno)
+        """
+        r = pa.run(textwrap.dedent(code))
+    listed = any(b.name in line for line in r.stdout.splitlines() if line.startswith("LISTED"))
+    return "SECRET" not in r.stdout and not listed, r.stdout.strip()[:120]
+
+
+@attack("switch off the per-call CPU timer", ALL)
+def timer_off(ctx: Ctx) -> Verdict:
+    code = """
+        import signal
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_IGN)
+        while True:
+            pass
+    """
+    limits = ctx.limits.model_copy(update={"cpu_seconds": 1.0, "wall_seconds": 20.0})
+    t0 = time.monotonic()
+    with ctx.session(limits=limits) as py:
+        r = py.run(textwrap.dedent(code))
+    took = time.monotonic() - t0
+    return r.killed == "cpu limit" and took < 15, f"killed {r.killed} after {took:.1f} s"
+
+
+@attack("burn CPU between calls", ALL)
+def idle_burn(ctx: Ctx) -> Verdict:
+    token = _token()
+    code = f"""
+        import subprocess, sys, threading
+        def spin():
+            while True:
+                pass
+        threading.Thread(target=spin, daemon=True).start()
+        subprocess.Popen([sys.executable, "-c", "while True: pass", {_split(token)}])
+    """
+    limits = ctx.limits.model_copy(update={"cpu_seconds": 1.0})
+    with ctx.session(limits=limits) as py:
+        py.run(textwrap.dedent(code))
+        # Idle until the burners had more than a call's CPU (a loaded machine gives them less).
+        start, deadline = _cpu_of(py), time.monotonic() + 15
+        while _cpu_of(py) - start < 1.5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        r = py.run("1")
+        stopped = _gone(token, 1.0)
+    noticed = any("between calls" in w for w in r.warnings)
+    return noticed and stopped, f"warned: {noticed}, burners stopped: {stopped}"
+
+
+def _cpu_of(py: PythonSession) -> float:
+    """CPU seconds of the session's sandbox, as the harness counts them."""
+    proc = py._proc
+    return (proc.cpu_used() or 0.0) if proc is not None else 0.0
+
+
+@attack("RLIMIT_CPU missing in a session", ALL)
+def session_rlimit(ctx: Ctx) -> Verdict:
+    with ctx.session() as py:
+        r = py.run("import resource; resource.getrlimit(resource.RLIMIT_CPU)")
+    soft = int((r.value or "(-1,").strip("()").split(",")[0])
+    return soft > 0, f"RLIMIT_CPU soft {soft}"
+
+
+@attack("hold memory in many processes", STRONG | {"process+uid", "process"})
+def memory_total(ctx: Ctx) -> Verdict:
+    code = """
+        import os, subprocess, sys, time
+        child = "import time; b = b'1' * (100 * 1024**2); open('held-%d' % os.getpid(), 'w').close(); time.sleep(20)"
+        procs = [subprocess.Popen([sys.executable, "-c", "import os;" + child]) for _ in range(5)]
+        time.sleep(3)
+        held = [p for p in procs if p.poll() is None and os.path.exists("held-%d" % p.pid)]
+        print("held", len(held))
+        for p in procs:
+            p.kill()
+    """
+    out, how = ctx.run(code)
+    held = int(out.split()[1]) if out.startswith("held") else -1
+    total = held * 100
+    return 0 <= total <= ctx.limits.memory_bytes >> 20, f"{total} MiB held at once ({how})"
+
+
+@attack("fill the disk from the workspace", ALL)
+def disk_fill(ctx: Ctx) -> Verdict:
+    code = """
+        n = 0
+        try:
+            for i in range(32):
+                with open("fill-%d" % i, "wb") as f:
+                    f.write(b"0" * 8 * 1024**2)
+                n += 8
+        except OSError as e:
+            print("stopped", e)
+        print("wrote", n)
+    """
+    out, _ = ctx.run(code)
+    wrote = int(out.split("wrote")[-1].split()[0])
+    return wrote <= (ctx.limits.workspace_bytes >> 20) + 8, f"wrote {wrote} MiB"
+
+
+@attack("exhaust inodes in the workspace", ALL)
+def inode_bomb(ctx: Ctx) -> Verdict:
+    code = """
+        n = 0
+        try:
+            for i in range(20000):
+                open("f%d" % i, "w").close()
+                n += 1
+        except OSError:
+            pass
+        print("made", n)
+    """
+    out, _ = ctx.run(code)
+    made = int(out.split()[-1])
+    return made <= ctx.limits.workspace_inodes + 100, f"made {made} files"
+
+
+_SYSCALLS = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(*args):
+    r = libc.syscall(*[ctypes.c_long(a) for a in args])
+    return "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+"""
+
+
+@attack("create a user namespace", ALL)
+def userns(ctx: Ctx) -> Verdict:
+    out, _ = ctx.run(_SYSCALLS + "print(call(272, 0x10000000))")  # unshare(CLONE_NEWUSER)
+    return out.strip() in ("EPERM", "EINVAL", "ENOSPC"), f"unshare(CLONE_NEWUSER): {out.strip()}"
+
+
+@attack("ptrace, bpf, io_uring, keyctl, mount", ALL)
+def syscalls(ctx: Ctx) -> Verdict:
+    code = (
+        _SYSCALLS
+        + """
+pid = os.fork()
+if pid == 0:
+    import time; time.sleep(5); os._exit(0)
+print("ptrace", call(101, 16, pid, 0, 0))           # PTRACE_ATTACH own child
+print("bpf", call(321, 0, 0, 0))                   # BPF_MAP_CREATE
+print("io_uring", call(425, 1, 0))                 # io_uring_setup
+print("keyctl", call(250, 0, -3, 0))               # KEYCTL_GET_KEYRING_ID
+print("mount", call(165, 0, 0, 0, 0, 0))
+os.kill(pid, 9)
+"""
+    )
+    import platform
+
+    if platform.machine() != "x86_64":
+        return True, "n/a (syscall numbers are x86_64)"
+    out, _ = ctx.run(code)
+    allowed = [line for line in out.splitlines() if line.endswith(" ok")]
+    return not allowed and out.count("EPERM") == 5, out.replace("\n", ", ")
+
+
+@attack("open /dev/fuse and /dev/net/tun", STRONG)
+def devices(ctx: Ctx) -> Verdict:
+    code = """
+        import os
+        for dev in ("/dev/fuse", "/dev/net/tun", "/dev/kmsg"):
+            try:
+                os.close(os.open(dev, os.O_RDWR)); print("opened", dev)
+            except OSError as e:
+                print("refused", dev, e.errno)
+    """
+    out, _ = ctx.run(code)
+    return "opened" not in out, out.replace("\n", ", ")
+
+
+@attack("plant a dangling tmp link", ALL)
+def tmp_link(ctx: Ctx) -> Verdict:
+    ws = ctx.ws()
+    victim = ctx.root / f"victim-{uuid.uuid4().hex[:6]}"
+    victim.mkdir()
+    ctx.run(f"import os, shutil; shutil.rmtree('tmp'); os.symlink({str(victim)!r}, 'tmp')", ws=ws)
+    first = run(["true"], workspace=ws, isolation=ctx.level)
+    ctx.run("import os, shutil; shutil.rmtree('tmp'); os.symlink('/nonexistent', 'tmp')", ws=ws)
+    second = run(["true"], workspace=ws, isolation=ctx.level)
+    real = (ws / "tmp").is_dir() and not (ws / "tmp").is_symlink()
+    untouched = victim.stat().st_uid == os.geteuid()
+    ok = first.ok and second.ok and real and untouched
+    return (
+        ok,
+        f"later runs ok: {first.ok and second.ok}, tmp real: {real}, victim kept: {untouched}",
+    )
+
+
+@attack("read the harness's /proc/PID/environ", OWN_UID)
+def environ(ctx: Ctx) -> Verdict:
+    env = {**os.environ, "OMNILAB_ATTACK_KEY": "sk-ENVIRON-SECRET"}
+    victim = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        code = f"""
+            try:
+                print(open("/proc/{victim.pid}/environ", "rb").read())
+            except OSError as e:
+                print("refused", e)
+        """
+        out, how = ctx.run(code)
+    finally:
+        victim.kill()
+        victim.wait()
+    return "SECRET" not in out, how
+
+
+@attack("kill a harness process", OWN_UID)
+def kill_harness(ctx: Ctx) -> Verdict:
+    victim = subprocess.Popen(["sleep", "30"])
+    try:
+        ctx.run(
+            f"import os\ntry:\n    os.kill({victim.pid}, 9)\nexcept OSError as e:\n    print(e)"
+        )
+        time.sleep(0.2)
+        alive = victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+    return alive, f"victim alive: {alive}"
+
+
+@attack("daemon kills its launcher", ALL)
+def kill_launcher(ctx: Ctx) -> Verdict:
+    token = _token()
+    code = f"""
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                try:
+                    os.kill(os.getppid(), 9)
+                except OSError:
+                    pass
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", {_split(token)}])
+            os._exit(0)
+        time.sleep(0.5)
+    """
+    with ctx.session() as py:
+        py.run(textwrap.dedent(code))
+    return _gone(token), "daemon gone after the session closed"
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def interpreter_for(level: IsolationLevel) -> str | None:
+    """An interpreter the level's sandbox can run: the harness's own, or (process level, root
+    harness, own interpreter out of a stranger's reach) the system's."""
+    if level is not IsolationLevel.PROCESS or os.geteuid() != 0:
+        return sys.executable
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        real = os.path.realpath(candidate)
+        if Path(real).exists() and closed_ancestor(real) is None:
+            return candidate
+    return None
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    """A folder a sandbox's own uid can pass through (in the system's temporary folder)."""
+    root = Path(tempfile.mkdtemp(prefix="omnilab-attacks-"))
+    root.chmod(0o711)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def available_levels(wanted: list[str]) -> list[IsolationLevel]:
+    levels = []
+    for name in wanted:
+        with contextlib.suppress(SandboxError):
+            levels.append(resolve_level(name))
+    return levels
+
+
+def run_attack(name: str, level: IsolationLevel, root: Path) -> tuple[str, str]:
+    """``(verdict, detail)``: verdict is contained, escaped, or n/a."""
+    python = interpreter_for(level)
+    if python is None:
+        return "n/a", "no interpreter the sandbox uid can reach"
+    ctx = Ctx(level, root, python)
+    try:
+        contained, detail = ATTACKS[name](ctx)
+    except SandboxError as exc:
+        return "refused", str(exc)
+    return ("contained" if contained else "escaped"), detail
+
+
+def overhead(n: int) -> None:
+    """Prints session start-up, per-call and one-shot ``run`` times at the default level (the
+    figures of docs/performance.md; compare two versions by running both at the same time)."""
+
+    starts: list[float] = []
+    calls: list[float] = []
+    runs: list[float] = []
+    with scratch() as root:
+        for i in range(n):
+            ws = root / f"ws{i}"
+            ws.mkdir()
+            with PythonSession(ws) as py:
+                t = time.perf_counter()
+                py.run("1")
+                starts.append(time.perf_counter() - t)
+                for _ in range(20):
+                    t = time.perf_counter()
+                    py.run("x = 1")
+                    calls.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            run(["true"], workspace=ws)
+            runs.append(time.perf_counter() - t)
+    for name, xs in (("session start-up", starts), ("per call", calls), ("run(['true'])", runs)):
+        p10 = sorted(xs)[len(xs) // 10] * 1000
+        print(f"{name:17} median {statistics.median(xs) * 1000:8.3f} ms  p10 {p10:8.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="bwrap,namespaces,process")
+    parser.add_argument("--markdown", action="store_true", help="Print a Markdown table.")
+    parser.add_argument(
+        "--overhead", type=int, metavar="N", help="Time N sandbox starts instead of attacking."
+    )
+    args = parser.parse_args()
+    if args.overhead:
+        overhead(args.overhead)
+        return
+    levels = available_levels(args.levels.split(","))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    rows: dict[str, list[str]] = {}
+    with scratch() as root:
+        for name in ATTACKS:
+            rows[name] = []
+            for level in levels:
+                verdict, detail = run_attack(name, level, root)
+                rows[name].append(verdict)
+                print(f"{name:42} {level.value:11} {verdict:9} {detail}", file=sys.stderr)
+    heads = [
+        f"{lvl.value} (own uid)"
+        if lvl is IsolationLevel.PROCESS and os.geteuid() == 0
+        else lvl.value
+        for lvl in levels
+    ]
+    if args.markdown:
+        print("| attack | " + " | ".join(heads) + " |")
+        print("|---" * (len(heads) + 1) + "|")
+        for name, verdicts in rows.items():
+            print(f"| {name} | " + " | ".join(verdicts) + " |")
+    else:
+        print(f"{'attack':42} " + " ".join(f"{h:20}" for h in heads))
+        for name, verdicts in rows.items():
+            print(f"{name:42} " + " ".join(f"{v:20}" for v in verdicts))
+    escaped = sum(v == "escaped" for vs in rows.values() for v in vs[:1])
+    print(f"\nescapes at the strongest level ({levels[0].value}): {escaped}" if levels else "")
+
+
+if __name__ == "__main__":
+    main()

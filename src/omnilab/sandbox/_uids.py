@@ -1,0 +1,156 @@
+"""Which uid a live sandbox runs under: leases from one locked table shared by every omnilab
+process of the machine (a run's workers, parallel runs), so no two live workspaces share a uid.
+
+A uid is leased per workspace: the interpreter and the shell of one task share their workspace
+and so their uid (both write its files); different workspaces never do while both are leased.
+A lease names its holder (pid and start time), so leases of a crashed harness are reclaimed by
+the next caller. The ``on_first`` / ``on_last`` hooks run under the lock when a workspace gets
+its first live lease or loses its last one (mounting and unmounting its tmpfs, killing what the
+freed uid left running).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import stat
+import tempfile
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omnilab.sandbox._types import SandboxError
+
+__all__ = ["Lease", "acquire", "live_leases", "release", "state_dir"]
+
+_SPAN = 65536
+Hook = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One sandbox's claim on a uid for its workspace."""
+
+    uid: int
+    workspace: str
+    id: str
+
+
+def state_dir() -> Path:
+    """The table's folder, private to this user and in memory where possible (it is rewritten
+    at every sandbox start): ``/run/omnilab`` for root where /run is a tmpfs, else a folder in
+    ``/dev/shm`` or the temporary directory (sandboxes get private ones of those)."""
+    euid = os.geteuid()
+    if euid == 0 and os.path.ismount("/run"):
+        return Path("/run/omnilab")
+    shm = Path("/dev/shm")  # noqa: S108 - a private 0700 folder, checked in _open_dir
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+    return base / f"omnilab-sandbox-{euid}"
+
+
+def _open_dir() -> Path:
+    folder = state_dir()
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    st = folder.lstat()
+    # A folder someone else planted (or a link) could feed us a forged table.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SandboxError(f"{folder} is not a private folder of this user; remove it")
+    return folder
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[tuple[list[dict[str, Any]], Path]]:
+    folder = _open_dir()
+    fd = os.open(folder / "uids.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        table = folder / "uids.json"
+        try:
+            leases = list(json.loads(table.read_text()))
+        except (OSError, ValueError):
+            leases = []
+        yield leases, table
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write(table: Path, leases: list[dict[str, Any]]) -> None:
+    tmp = table.with_name(f".uids-{uuid.uuid4().hex}")
+    tmp.write_text(json.dumps(leases))
+    tmp.replace(table)
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return data[data.rfind(b")") + 2 :].split()[19].decode()
+
+
+def _alive(lease: dict[str, Any]) -> bool:
+    return _start_time(int(lease["pid"])) == str(lease["start"])
+
+
+def _reap(leases: list[dict[str, Any]], on_last: Hook | None) -> list[dict[str, Any]]:
+    """Drops the leases of dead holders, running ``on_last`` for workspaces they leave free."""
+    live = [lease for lease in leases if _alive(lease)]
+    held = {lease["ws"] for lease in live}
+    for lease in leases:
+        if lease["ws"] not in held and on_last is not None:
+            held.add(lease["ws"])  # once per workspace
+            with contextlib.suppress(Exception):
+                on_last(lease["ws"], int(lease["uid"]))
+    return live
+
+
+def acquire(
+    workspace: Path, base: int, *, on_first: Hook | None = None, on_last: Hook | None = None
+) -> Lease:
+    """Leases the workspace's uid: the one its live leases use, else a uid no live lease holds
+    (searched from a hash of the path, so a workspace tends to get the same one)."""
+    ws = str(workspace)
+    with _locked() as (leases, table):
+        leases = _reap(leases, on_last)
+        taken = {int(lease["uid"]) for lease in leases}
+        same = [lease for lease in leases if lease["ws"] == ws]
+        if same:
+            uid = int(same[0]["uid"])
+        else:
+            start = zlib.crc32(os.fsencode(ws)) % _SPAN
+            free = (base + (start + i) % _SPAN for i in range(_SPAN))
+            uid = next((u for u in free if u not in taken), -1)
+            if uid < 0:
+                raise SandboxError(f"all {_SPAN} sandbox uids from {base} are in use")
+        me = os.getpid()
+        lease = Lease(uid, ws, uuid.uuid4().hex)
+        leases.append({"uid": uid, "ws": ws, "pid": me, "start": _start_time(me), "id": lease.id})
+        if not same and on_first is not None:
+            on_first(ws, uid)  # raises: the lease is not recorded
+        _write(table, leases)
+    return lease
+
+
+def release(lease: Lease, *, on_last: Hook | None = None) -> bool:
+    """Ends a lease; True (after ``on_last`` ran) when its workspace has no live lease left."""
+    with _locked() as (leases, table):
+        # Ours is alive, so reaping cannot end our workspace; then ours goes.
+        leases = [entry for entry in _reap(leases, on_last) if entry["id"] != lease.id]
+        last = not any(entry["ws"] == lease.workspace for entry in leases)
+        if last and on_last is not None:
+            with contextlib.suppress(Exception):
+                on_last(lease.workspace, lease.uid)
+        _write(table, leases)
+    return last
+
+
+def live_leases() -> list[Lease]:
+    """The leases held now (for ``omnilab doctor`` and tests)."""
+    with _locked() as (leases, _):
+        return [Lease(int(e["uid"]), str(e["ws"]), str(e["id"])) for e in leases if _alive(e)]

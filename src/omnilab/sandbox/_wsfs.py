@@ -1,0 +1,139 @@
+"""The workspace on the harness's side: prepared without following links, and (harness root)
+held in a size- and inode-limited tmpfs while sandboxes use it.
+
+The tmpfs is mounted at a private folder (under the uid table's folder) and bound over the
+workspace, so the harness and its tools keep using the workspace's own path; what was in the
+workspace is copied in first. When the last sandbox of the workspace ends, the contents are
+copied back (links as links) and the tmpfs goes. A harness that crashed leaves the mount; the next
+sandbox started on the machine copies it back (see :mod:`._uids`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from omnilab.sandbox import _procs
+from omnilab.sandbox._launcher import _mount
+from omnilab.sandbox._safefs import chown_tree, copy_tree, open_folder, replace_with_folder
+from omnilab.sandbox._types import SandboxError
+from omnilab.sandbox._uids import state_dir
+
+__all__ = [
+    "check_workspace",
+    "mount_workspace",
+    "prepare_workspace",
+    "release_workspace",
+    "size_limited",
+]
+
+_MS_NOSUID, _MS_NODEV, _MS_BIND = 0x2, 0x4, 0x1000
+_MNT_DETACH = 2
+
+
+def check_workspace(workspace: Path | str) -> Path:
+    """The workspace as an absolute path, if it is one a sandbox may use."""
+    path = Path(workspace)
+    if not path.is_absolute():
+        path = path.resolve()
+    if not path.is_dir():
+        raise SandboxError(f"sandbox workspace {path} is not an existing folder; create it first")
+    if path.resolve() in (Path("/"), Path.home().resolve()):
+        raise SandboxError(f"sandbox workspace {path} is too broad; use a folder of its own")
+    return path.resolve()
+
+
+def prepare_workspace(workspace: Path | str, ids: tuple[int, int] | None = None) -> Path:
+    """Checks the workspace, makes its ``tmp`` a real folder (a planted link or file there is
+    replaced, not followed) and hands everything to the sandbox uid without following links."""
+    path = check_workspace(workspace)
+    with open_folder(path) as fd:
+        replace_with_folder(fd, "tmp", 0o700 if ids is not None else 0o755)
+    if ids is not None:
+        chown_tree(path, *ids)
+        path.chmod(0o700)
+    return path
+
+
+def size_limited(ws: Path) -> bool:
+    """Whether the workspace is in its size-limited tmpfs now."""
+    return os.path.ismount(_private(str(ws))) and os.path.ismount(ws)
+
+
+def _private(ws: str) -> Path:
+    return state_dir() / "ws" / hashlib.sha256(ws.encode()).hexdigest()[:24]
+
+
+def _usage(root: Path, cap: int) -> tuple[int, int]:
+    """Bytes and entries under ``root``, counting stops past ``cap`` bytes."""
+    size = count = 0
+    for _folder, dirs, files, dirfd in os.fwalk(root, follow_symlinks=False):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(FileNotFoundError):
+                size += os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_blocks * 512
+                count += 1
+        if size > cap:
+            break
+    return size, count
+
+
+def _umount(path: str) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.umount2(os.fsencode(path), _MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {path}: {os.strerror(err)}")
+
+
+def mount_workspace(ws: str, *, max_bytes: int, max_inodes: int) -> None:
+    """Moves the workspace into a tmpfs of its current size plus ``max_bytes`` (and inodes)."""
+    private = _private(ws)
+    if os.path.ismount(private) and os.path.ismount(ws):
+        return  # left by a harness that died: its data is there, keep using it
+    size, count = _usage(Path(ws), max_bytes)
+    if size > max_bytes:
+        return  # already bigger than the limit: not copied into memory (reported missing)
+    private.mkdir(mode=0o700, parents=True, exist_ok=True)
+    options = f"size={size + max_bytes},nr_inodes={count + max_inodes + 16},mode=700"
+    _mount("omnilab-workspace", str(private), "tmpfs", _MS_NOSUID | _MS_NODEV, options)
+    try:
+        with open_folder(Path(ws)) as src, open_folder(private) as dst:
+            copy_tree(src, dst)
+        _mount(str(private), ws, None, _MS_BIND)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            _umount(str(private))
+        raise
+
+
+def release_workspace(ws: str, uid: int, *, kill: bool = True) -> None:
+    """After the workspace's last sandbox: kills what its uid left running (``kill``), copies
+    the tmpfs back into the workspace folder and takes the workspace away from that uid."""
+    if kill:
+        _procs.kill_processes(_procs.pids_of_uid(uid))
+    private = _private(ws)
+    if os.path.ismount(private):
+        if os.path.ismount(ws):
+            _umount(ws)
+        with open_folder(Path(ws)) as dst:
+            for entry in os.scandir(dst):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.name, dir_fd=dst)
+                else:
+                    os.unlink(entry.name, dir_fd=dst)
+            with open_folder(private) as src:
+                copy_tree(src, dst)
+        _umount(str(private))
+        with contextlib.suppress(OSError):
+            private.rmdir()
+    with contextlib.suppress(FileNotFoundError):
+        # A later sandbox may get this uid again: it must not reach this workspace.
+        folder = Path(ws)
+        if stat.S_ISDIR(folder.lstat().st_mode):
+            os.chown(folder, os.geteuid(), os.getegid(), follow_symlinks=False)
+            folder.chmod(0o700)
