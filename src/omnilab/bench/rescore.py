@@ -33,6 +33,7 @@ from omnilab.bench.scoring import (
     Scorer,
     TemporalIoU,
 )
+from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.task import Task
 from omnilab.config import get_settings
 from omnilab.models import Model
@@ -55,6 +56,7 @@ SCORER_NAMES = (
     "omniagent",
     "mcq",
     "answer_set",
+    "answer_in_reply",
     "numeric",
     "temporal_iou",
     "mra",
@@ -66,6 +68,7 @@ _DEFAULT_BY_DATASET = {
     "omni-deepsearch": "majority_vote",
     "omniagent": "omniagent",
     "mcq": "mcq",
+    "offline-suite": "answer_in_reply",
 }
 _NEEDS_JUDGE = frozenset({"omnigaia", "majority_vote"})
 _MAY_JUDGE = frozenset({"omniagent"})
@@ -117,6 +120,7 @@ def make_scorer(scorer: str, judges: Sequence[Model] = ()) -> Scorer:
     by_name: dict[str, Scorer] = {
         "mcq": MultipleChoice(),
         "answer_set": AnswerSetMatch(),
+        "answer_in_reply": AnswerInReply(),
         "numeric": NumericMatch(),
         "temporal_iou": TemporalIoU(),
         "mra": MeanRelativeAccuracy(),

@@ -25,7 +25,7 @@ from omnilab import __version__
 from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent
 from omnilab.bench.backends import Backend, get_backend
-from omnilab.bench.datasets import load_dataset
+from omnilab.bench.datasets import load_dataset, prepare_data
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
 from omnilab.bench.metrics import RunSummary, summarize
@@ -66,7 +66,7 @@ ResultSink = Callable[[TaskResult], None]
 
 def new_config(
     dataset: str,
-    data: Path,
+    data: Path | None,
     *,
     agent: str,
     model: str,
@@ -85,7 +85,7 @@ def new_config(
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given."""
-    data_path = Path(data).expanduser().resolve()
+    data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
     chosen = scorer or default_scorer(dataset)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
-from omnilab.bench.errors import UnknownDatasetError
+from omnilab.bench.errors import BenchError, UnknownDatasetError
 from omnilab.config import get_settings
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "dataset_names",
     "get_dataset",
     "load_dataset",
+    "prepare_data",
     "register_dataset",
 ]
 
@@ -45,6 +46,7 @@ _REGISTRY: dict[str, str | DatasetAdapter] = {
     "omniagent": "omnilab.bench.datasets.omniagent:ADAPTER",
     "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
     "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
+    "offline-suite": "omnilab.bench.offline_suite:ADAPTER",
 }
 
 
@@ -70,6 +72,19 @@ def get_dataset(name: str) -> DatasetAdapter:
         _REGISTRY[name] = adapter
         return adapter
     return entry
+
+
+def prepare_data(name: str, path: str | Path | None) -> Path:
+    """The data file of dataset ``name`` at ``path``, made first when the adapter generates its
+    data (an adapter with ``prepare(path | None) -> Path``, e.g. ``offline-suite``)."""
+    adapter = get_dataset(name)
+    prepare = getattr(adapter, "prepare", None)
+    if prepare is not None:
+        made: Path = prepare(Path(path).expanduser() if path is not None else None)
+        return made.resolve()
+    if path is None:
+        raise BenchError(f"dataset {name} needs its file: omnilab eval {name} --data PATH")
+    return Path(path).expanduser().resolve()
 
 
 def load_dataset(
