@@ -50,6 +50,7 @@ _DEFAULT_BY_DATASET = {
     "omni-deepsearch": "majority_vote",
     "omniagent": "omniagent",
     "mcq": "mcq",
+    "offline-suite": "answer_in_reply",
 }
 
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent
 from omnilab.bench.backends import Backend, get_backend
+from omnilab.bench.datasets import prepare_data
 from omnilab.bench.endpoint_guard import (
     DEAD_ENDPOINT_FAILURES,
     DeadEndpointGuard,
@@ -82,7 +83,7 @@ HeaderSink = Callable[[RunHeader], None]
 
 def new_config(
     dataset: str,
-    data: Path,
+    data: Path | None,
     *,
     agent: str,
     model: str,
@@ -103,7 +104,7 @@ def new_config(
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given."""
-    data_path = Path(data).expanduser().resolve()
+    data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
     chosen = scorer or default_scorer(dataset)

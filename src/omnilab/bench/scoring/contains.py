@@ -1,0 +1,54 @@
+"""``answer_in_reply``: a lenient match for short free-text replies of small models.
+
+Right when an acceptable answer occurs in the reply as whole words (case and punctuation
+ignored) and the reply is short (at most :data:`MAX_WORDS` words), so a reply cannot score by
+listing every candidate. The ``<answer>`` span is used when there is one. Used by the offline
+suite, where tiny embedded models answer in a sentence ("The word on screen is SUNFLOWER.")
+more often than in tags; benchmarks keep their own, stricter scorers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from omnilab.bench.scoring.base import Score, extract_answer
+from omnilab.bench.task import Task
+
+__all__ = ["MAX_WORDS", "AnswerInReply", "words"]
+
+MAX_WORDS = 30
+"""Longer replies are wrong: the label must be the point of the reply, not one word among many."""
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words and numbers of ``text`` (``3.5`` and ``don't`` stay whole)."""
+    return _WORD.findall(text.lower())
+
+
+def _contains(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+class AnswerInReply:
+    """Right when an acceptable answer appears as whole words in a short reply."""
+
+    name = "answer_in_reply"
+
+    async def score(self, task: Task, prediction: str) -> Score:
+        """See the module docstring."""
+        extracted = extract_answer(prediction)
+        candidate = (extracted if extracted is not None else prediction).strip()
+        reply = words(candidate)
+        correct = len(reply) <= MAX_WORDS and any(
+            _contains(reply, words(answer)) for answer in task.answers.all
+        )
+        return Score(
+            scorer=self.name,
+            value=1.0 if correct else 0.0,
+            correct=correct,
+            exact_match=correct and any(reply == words(a) for a in task.answers.all),
+            extracted=candidate,
+        )
