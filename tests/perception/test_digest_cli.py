@@ -19,7 +19,7 @@ def test_markdown_on_a_talk_video(talk, tmp_path: Path) -> None:  # type: ignore
     result = runner.invoke(app, ["digest", str(talk.path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, (result.output, result.exception)
     out = result.stdout
-    assert "### Transcript (pocketsphinx" in out and "best of times" in out
+    assert "### Transcript (whisper, " in out
     assert "[00:0" in out  # segment times
     assert '"WELCOME TO OMNILAB"' in out and '"THE END"' in out
     assert "### Shots (3)" in out
@@ -54,7 +54,7 @@ def test_user_errors_are_one_line(talk, tmp_path: Path) -> None:  # type: ignore
     env = {**os.environ, "OPENAI_API_KEY": ""}
     cases = {
         (str(tmp_path / "nope.mp4"),): "does not exist",
-        (str(talk.path), "--asr", "whisper"): "set perception.whisper_model",
+        (str(talk.path), "--asr", "whisper", "--language", "de"): "only knows English",
         (str(talk.path), "--asr", "openai"): "needs an API key",
         (str(talk.path), "--ocr", "easyocr"): "unknown OCR backend 'easyocr'",
     }

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
 
 from omnilab.perception.evidence import ScreenText
 from omnilab.perception.types import TextBox
 
-__all__ = ["merge_screen_text", "normalise", "same_text"]
+__all__ = ["merge_screen_text", "normalise", "read_frames", "same_picture", "same_text"]
+
+# Frames are compared as 320 px wide greyscale pictures averaged over 8x8 blocks: compression
+# noise moves a block's mean by a few levels, a changed word or digit by tens of levels.
+_PICTURE_WIDTH = 320
+_BLOCK = 8
+_SAME_PICTURE_LEVELS = 12.0
 
 # Two readings this similar (difflib ratio of normalised text) are the same text; OCR of one
 # caption on two frames often differs by a character or two. Their numbers must match exactly:
@@ -72,3 +82,44 @@ def merge_screen_text(readings: Sequence[tuple[float | None, list[TextBox]]]) ->
         )
         for x in lines
     ]
+
+
+def _signature(image: Image.Image) -> NDArray[np.float32]:
+    w, h = image.size
+    height = max(_BLOCK, round(_PICTURE_WIDTH * h / max(1, w)) // _BLOCK * _BLOCK)
+    grey = np.asarray(
+        image.convert("L").resize((_PICTURE_WIDTH, height), Image.Resampling.BILINEAR),
+        dtype=np.float32,
+    )
+    blocks = grey.reshape(height // _BLOCK, _BLOCK, _PICTURE_WIDTH // _BLOCK, _BLOCK)
+    means: NDArray[np.float32] = blocks.mean(axis=(1, 3))
+    return means
+
+
+def same_picture(a: Image.Image, b: Image.Image) -> bool:
+    """Whether two frames show the same picture (the same slide twice), up to coding noise."""
+    return _close(_signature(a), _signature(b))
+
+
+def _close(a: NDArray[np.float32], b: NDArray[np.float32]) -> bool:
+    return a.shape == b.shape and float(np.abs(a - b).max()) < _SAME_PICTURE_LEVELS
+
+
+def read_frames(
+    frames: Sequence[tuple[float, Image.Image]], read: Callable[[Image.Image], list[TextBox]]
+) -> list[tuple[float, list[TextBox]]]:
+    """``(time, read(image))`` per frame, reading each distinct picture once.
+
+    OCR is the costly part of a digest; a slide shown for minutes gives many identical keyframes,
+    so a frame that shows the same picture as one already read reuses that reading.
+    """
+    done: list[tuple[NDArray[np.float32], list[TextBox]]] = []
+    out: list[tuple[float, list[TextBox]]] = []
+    for when, image in frames:
+        sig = _signature(image)
+        boxes = next((b for s, b in done if _close(s, sig)), None)
+        if boxes is None:
+            boxes = read(image)
+            done.append((sig, boxes))
+        out.append((when, boxes))
+    return out
