@@ -218,12 +218,20 @@ def test_text_files_are_text_not_tty_video(tmp_path: Path, tmp_dir_guard: Path, 
     assert info.summary() == f"{name}: text ({info.container}), {info.size_bytes} bytes"
 
 
-@pytest.mark.parametrize("name", ["notes.mp4", "notes.nfo", "notes"])
-def test_text_under_another_name_is_text(tmp_path: Path, tmp_dir_guard: Path, name: str) -> None:
-    # .mp4 fails to open as media, .nfo is a tty-demuxer name, no suffix lets FFmpeg guess.
+@pytest.mark.parametrize("name", ["notes.nfo", "notes"])
+def test_text_under_other_names_is_text(tmp_path: Path, tmp_dir_guard: Path, name: str) -> None:
+    # .nfo is one of the tty demuxer's own names; a name without a suffix (README) is text too.
     text = tmp_path / name
     text.write_text("these are my notes, not a video\n" * 20, encoding="utf-8")
     assert probe(text).kind is MediaKind.TEXT
+
+
+def test_text_file_named_mp4(tmp_path: Path, tmp_dir_guard: Path) -> None:
+    # The name promised a video: an error that says what the file really is.
+    text = tmp_path / "notes.mp4"
+    text.write_text("these are my notes, not a video\n" * 20, encoding="utf-8")
+    err = _expect(text, MediaErrorCode.UNSUPPORTED, "notes.mp4")
+    assert "text" in err.message
 
 
 def test_binary_file_named_txt_is_not_text(tmp_path: Path, tmp_dir_guard: Path) -> None:

@@ -87,9 +87,9 @@ class MediaInfo(BaseModel):
 def probe(path: str | Path) -> MediaInfo:
     """Inspect ``path``; raises :class:`MediaError` for anything that is not readable media.
 
-    Text files (a known text name such as ``.txt``/``.md``/``.json`` with text content, or any
-    file FFmpeg would only read as ANSI art or that does not open as media but reads as text)
-    are ``MediaKind.TEXT`` with no streams, never a "tty" video.
+    Text files (text content under a known text name such as ``.txt``/``.md``/``.json`` or
+    without a suffix, or any text that FFmpeg would only read as ANSI art, e.g. ``.nfo``) are
+    ``MediaKind.TEXT`` with no streams, never a "tty" video.
     """
     p = check_file(path).resolve()
     st = p.stat()
@@ -99,18 +99,14 @@ def probe(path: str | Path) -> MediaInfo:
 @lru_cache(maxsize=512)
 def _probe_cached(path: Path, size: int, mtime_ns: int) -> MediaInfo:
     # size and mtime_ns are part of the cache key: a rewritten file is probed again.
-    if path.suffix.lower() in TEXT_SUFFIXES and looks_like_text(path):
+    if (path.suffix.lower() in TEXT_SUFFIXES or not path.suffix) and looks_like_text(path):
         return _text_info(path, size)
     image = _probe_image(path, size)
     if image is not None:
         return image
-    try:
-        return _probe_av(path, size)
-    except MediaError as e:
-        # A text file under a media name (notes.mp4) fails to open or has no stream: it is text.
-        if e.code is MediaErrorCode.UNSUPPORTED and looks_like_text(path):
-            return _text_info(path, size)
-        raise
+    # A text file under a media or document name (notes.mp4) stays an UNSUPPORTED error that
+    # says it is text: the name promised something else.
+    return _probe_av(path, size)
 
 
 def _text_info(path: Path, size: int) -> MediaInfo:
