@@ -257,3 +257,16 @@ def test_probe_of_good_files_leaves_no_temp_files(
 ) -> None:
     kinds = [probe(p).kind for p in (video, audio_file, image_file)]
     assert kinds == [MediaKind.VIDEO, MediaKind.AUDIO, MediaKind.IMAGE]
+
+
+def test_probe_command_shows_a_text_file_as_text(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\nThe key is blue.\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["media", "probe", str(notes)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "notes.md: text (md), 25 bytes"
+    assert "tty" not in result.stdout and "ansi" not in result.stdout

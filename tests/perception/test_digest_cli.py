@@ -64,3 +64,13 @@ def test_user_errors_are_one_line(talk, tmp_path: Path) -> None:  # type: ignore
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
         assert "Traceback" not in done.stderr
+
+
+def test_text_file_digest(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Meeting moved to Friday.\n", encoding="utf-8")
+    result = runner.invoke(app, ["digest", str(notes)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert result.stdout == (
+        "## notes.txt\nnotes.txt: text (txt), 25 bytes\n### Text\nMeeting moved to Friday.\n\n"
+    )
