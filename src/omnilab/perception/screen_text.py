@@ -16,11 +16,13 @@ from omnilab.perception.types import TextBox
 
 __all__ = ["merge_screen_text", "normalise", "read_frames", "same_picture", "same_text"]
 
-# Frames are compared as 320 px wide greyscale pictures averaged over 8x8 blocks: compression
-# noise moves a block's mean by a few levels, a changed word or digit by tens of levels.
-_PICTURE_WIDTH = 320
-_BLOCK = 8
-_SAME_PICTURE_LEVELS = 12.0
+# Frames are compared as 480 px wide colour pictures: two frames of one static slide differ
+# nowhere by more than 40 levels (coding noise), while slides that differ by one small word or
+# digit do on tens to hundreds of pixels. Averaging into blocks or greyscale hid such changes
+# (different slides of a 10-minute talk came out "the same").
+_PICTURE_WIDTH = 480
+_CHANGED_LEVELS = 40
+_MAX_CHANGED_PIXELS = 16
 
 # Two readings this similar (difflib ratio of normalised text) are the same text; OCR of one
 # caption on two frames often differs by a character or two. Their numbers must match exactly:
@@ -84,16 +86,11 @@ def merge_screen_text(readings: Sequence[tuple[float | None, list[TextBox]]]) ->
     ]
 
 
-def _signature(image: Image.Image) -> NDArray[np.float32]:
+def _signature(image: Image.Image) -> NDArray[np.int16]:
     w, h = image.size
-    height = max(_BLOCK, round(_PICTURE_WIDTH * h / max(1, w)) // _BLOCK * _BLOCK)
-    grey = np.asarray(
-        image.convert("L").resize((_PICTURE_WIDTH, height), Image.Resampling.BILINEAR),
-        dtype=np.float32,
-    )
-    blocks = grey.reshape(height // _BLOCK, _BLOCK, _PICTURE_WIDTH // _BLOCK, _BLOCK)
-    means: NDArray[np.float32] = blocks.mean(axis=(1, 3))
-    return means
+    height = max(1, round(_PICTURE_WIDTH * h / max(1, w)))
+    small = image.convert("RGB").resize((_PICTURE_WIDTH, height), Image.Resampling.BOX)
+    return np.asarray(small, dtype=np.int16)
 
 
 def same_picture(a: Image.Image, b: Image.Image) -> bool:
@@ -101,8 +98,11 @@ def same_picture(a: Image.Image, b: Image.Image) -> bool:
     return _close(_signature(a), _signature(b))
 
 
-def _close(a: NDArray[np.float32], b: NDArray[np.float32]) -> bool:
-    return a.shape == b.shape and float(np.abs(a - b).max()) < _SAME_PICTURE_LEVELS
+def _close(a: NDArray[np.int16], b: NDArray[np.int16]) -> bool:
+    if a.shape != b.shape:
+        return False
+    changed = int((np.abs(a - b).max(axis=2) > _CHANGED_LEVELS).sum())
+    return changed <= _MAX_CHANGED_PIXELS
 
 
 def read_frames(
@@ -113,7 +113,7 @@ def read_frames(
     OCR is the costly part of a digest; a slide shown for minutes gives many identical keyframes,
     so a frame that shows the same picture as one already read reuses that reading.
     """
-    done: list[tuple[NDArray[np.float32], list[TextBox]]] = []
+    done: list[tuple[NDArray[np.int16], list[TextBox]]] = []
     out: list[tuple[float, list[TextBox]]] = []
     for when, image in frames:
         sig = _signature(image)
