@@ -196,11 +196,60 @@ def test_random_bytes_are_corrupt(tmp_path: Path, tmp_dir_guard: Path) -> None:
     _expect(junk, MediaErrorCode.CORRUPT, "junk.mp4")
 
 
+TEXTS = {
+    "notes.txt": "these are my notes, not a video\n" * 20,
+    "README.md": "# Title\n\nSome *Markdown* text.\n",
+    "data.json": '{"answer": 42, "items": [1, 2, 3]}\n',
+    "subs.srt": "1\n00:00:01,000 --> 00:00:02,000\nHello\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_text_files_are_text_not_tty_video(tmp_path: Path, tmp_dir_guard: Path, name: str) -> None:
+    # FFmpeg opens .txt with its "tty" demuxer (ANSI art, 640x400 video) and .srt as subtitles.
+    path = tmp_path / name
+    path.write_text(TEXTS[name], encoding="utf-8")
+    info = probe(path)
+    assert info.kind is MediaKind.TEXT
+    assert info.container == path.suffix.lstrip(".")
+    assert not info.has_video and not info.has_audio
+    assert info.width is None and info.duration is None and info.video_codec is None
+    assert info.size_bytes == path.stat().st_size
+    assert info.summary() == f"{name}: text ({info.container}), {info.size_bytes} bytes"
+
+
+@pytest.mark.parametrize("name", ["notes.nfo", "notes"])
+def test_text_under_other_names_is_text(tmp_path: Path, tmp_dir_guard: Path, name: str) -> None:
+    # .nfo is one of the tty demuxer's own names; a name without a suffix (README) is text too.
+    text = tmp_path / name
+    text.write_text("these are my notes, not a video\n" * 20, encoding="utf-8")
+    assert probe(text).kind is MediaKind.TEXT
+
+
 def test_text_file_named_mp4(tmp_path: Path, tmp_dir_guard: Path) -> None:
+    # The name promised a video: an error that says what the file really is.
     text = tmp_path / "notes.mp4"
     text.write_text("these are my notes, not a video\n" * 20, encoding="utf-8")
     err = _expect(text, MediaErrorCode.UNSUPPORTED, "notes.mp4")
     assert "text" in err.message
+
+
+def test_binary_file_named_txt_is_not_text(tmp_path: Path, tmp_dir_guard: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(bytes(range(256)) * 16)
+    _expect(junk, MediaErrorCode.CORRUPT, "junk.txt")
+
+
+def test_media_operations_refuse_text_files(tmp_path: Path) -> None:
+    from omnilab.media import audio_samples, frames_at
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 50, encoding="utf-8")
+    for op in (lambda: frames_at(notes, [0.0]), lambda: audio_samples(notes)):
+        with pytest.raises(MediaError) as err:
+            op()
+        assert err.value.code is MediaErrorCode.UNSUPPORTED
+        assert "notes.txt is a text file" in err.value.message
 
 
 def test_probe_of_good_files_leaves_no_temp_files(
@@ -208,3 +257,16 @@ def test_probe_of_good_files_leaves_no_temp_files(
 ) -> None:
     kinds = [probe(p).kind for p in (video, audio_file, image_file)]
     assert kinds == [MediaKind.VIDEO, MediaKind.AUDIO, MediaKind.IMAGE]
+
+
+def test_probe_command_shows_a_text_file_as_text(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\nThe key is blue.\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["media", "probe", str(notes)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "notes.md: text (md), 25 bytes"
+    assert "tty" not in result.stdout and "ansi" not in result.stdout

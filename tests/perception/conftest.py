@@ -55,6 +55,12 @@ def speech(speech_wav: Path) -> NDArray[np.float32]:
 
 
 @pytest.fixture(scope="session")
+def short_speech(perception_dir: Path, speech: NDArray[np.float32]) -> Path:
+    """The first 5 s of the shared sample (keeps runs of the slower backends short)."""
+    return write_wav(perception_dir / "short.wav", speech[: 5 * RATE])
+
+
+@pytest.fixture(scope="session")
 def tone() -> NDArray[np.float32]:
     """3 s of a 440 Hz tone with its octave: tonal, not speech."""
     t = np.arange(3 * RATE) / RATE

@@ -46,18 +46,28 @@ def test_shift_segments_moves_and_clips_times() -> None:
     assert [(w.start, w.end) for w in out[0].words] == [(10.5, 11.0), (11.0, 15.0)]
 
 
-@pytest.fixture(scope="module")
-def sample_transcript(speech_wav: Path):  # type: ignore[no-untyped-def]
-    return transcribe(speech_wav)
+# Word error rate each backend must stay under on the shared sample (measured: whisper 0.00,
+# pocketsphinx 0.18; see docs/perception.md). The tests compare with the sample's .txt only.
+MAX_WER = {"whisper": 0.10, "pocketsphinx": 0.30}
 
 
-def test_pocketsphinx_on_the_shared_sample(sample_transcript, speech_text: str) -> None:  # type: ignore[no-untyped-def]
-    tr = sample_transcript
-    assert tr.backend == "pocketsphinx"
+@pytest.fixture(scope="module", params=sorted(MAX_WER))
+def sample_transcript(request: pytest.FixtureRequest, speech_wav: Path):  # type: ignore[no-untyped-def]
+    return transcribe(speech_wav, backend=request.param)
+
+
+def test_default_is_the_embedded_whisper_model(speech_wav: Path, speech_text: str) -> None:
+    tr = transcribe(speech_wav)
+    assert (tr.backend, tr.model, tr.notes) == ("whisper", "embedded:tiny.en", [])
     assert tr.duration == pytest.approx(20.8, abs=0.01)
-    # PocketSphinx is an old HMM recogniser: about 0.2 WER here (see docs/perception.md).
-    assert word_error_rate(speech_text, tr.text) < 0.3
-    assert "best of times" in tr.text and "winter of despair" in tr.text
+    # The acceptance bar of issue 12: WER <= 0.10 by default on held-out English speech.
+    assert word_error_rate(speech_text, tr.text) <= MAX_WER["whisper"]
+
+
+def test_each_backend_on_the_shared_sample(sample_transcript, speech_text: str) -> None:  # type: ignore[no-untyped-def]
+    tr = sample_transcript
+    assert word_error_rate(speech_text, tr.text) <= MAX_WER[tr.backend]
+    assert tr.duration == pytest.approx(20.8, abs=0.01)
 
 
 def test_segment_and_word_times_are_ordered_and_inside_the_audio(sample_transcript) -> None:  # type: ignore[no-untyped-def]
@@ -66,13 +76,14 @@ def test_segment_and_word_times_are_ordered_and_inside_the_audio(sample_transcri
     assert len(words) > 40
     starts = [w.start for w in words]
     assert starts == sorted(starts)
-    assert all(0.0 <= w.start < w.end <= 20.8 for w in words)
+    # Whisper's alignment gives some short words ("it") no duration; none ends before it starts.
+    assert all(0.0 <= w.start <= w.end <= 20.8 for w in words)
     assert all(
         s.words and s.start <= s.words[0].start and s.words[-1].end <= s.end for s in tr.segments
     )
-    # "it was the best of times" opens the reading at about 1.1 s; "despair" closes it near 20.4 s.
+    # The reading starts at about 1.1 s and ends near 20.4 s.
     assert 1.0 < words[0].start < 1.6
-    assert words[-1].text == "despair" and 19.5 < words[-1].end < 20.8
+    assert 19.5 < words[-1].end <= 20.8
     assert all(w.confidence is not None and 0.0 <= w.confidence <= 1.0 for w in words)
 
 
@@ -80,16 +91,17 @@ def test_small_chunks_keep_absolute_times(
     speech_wav: Path, sample_transcript, speech_text: str
 ) -> None:  # type: ignore[no-untyped-def]
     get_settings().perception.asr_chunk_seconds = 5.0
-    tr = transcribe(speech_wav)
-    assert word_error_rate(speech_text, tr.text) < 0.35
-    whole = {w.text: w.start for w in sample_transcript.words if w.text == "despair"}
-    chunked = {w.text: w.start for w in tr.words if w.text == "despair"}
-    assert chunked["despair"] == pytest.approx(whole["despair"], abs=0.3)
+    tr = transcribe(speech_wav, backend=sample_transcript.backend)
+    assert word_error_rate(speech_text, tr.text) < MAX_WER[tr.backend] + 0.05
+    assert tr.words[-1].end == pytest.approx(sample_transcript.words[-1].end, abs=0.4)
+    assert tr.words[0].start == pytest.approx(sample_transcript.words[0].start, abs=0.4)
 
 
-def test_audio_track_of_a_video_has_video_times(talk) -> None:  # type: ignore[no-untyped-def]
+def test_audio_track_of_a_video_has_video_times(talk, speech_text: str) -> None:  # type: ignore[no-untyped-def]
     tr = transcribe(talk.path)
-    assert "best of times" in tr.text
+    # The video holds the first 8.5 s of the sample: compare with the words said by then.
+    said = " ".join(speech_text.split()[: len(tr.text.split())])
+    assert word_error_rate(said, tr.text) <= 0.15
     # The reading starts 1.1 s into the sample, which starts SPEECH_AT seconds into the video.
     assert tr.words[0].start == pytest.approx(talk.speech_at + 1.15, abs=0.4)
     assert tr.duration == pytest.approx(10.0, abs=0.05)
@@ -128,6 +140,16 @@ def test_unknown_backend_names_the_known_ones(speech_wav: Path) -> None:
         transcribe(speech_wav, backend="nope")
 
 
-def test_pocketsphinx_refuses_other_languages(speech: NDArray[np.float32]) -> None:
-    with pytest.raises(PerceptionError, match="only has an English model"):
-        transcribe(speech[: 5 * 16_000], language="fr")
+@pytest.mark.parametrize(
+    ("backend", "message"),
+    [
+        ("pocketsphinx", "only has an English model"),
+        # tiny.en would quietly write English words for French audio: refused, with the fix.
+        ("whisper", r"embedded:tiny.en only knows English .*set perception\.whisper_model"),
+    ],
+)
+def test_english_only_models_refuse_other_languages(
+    speech: NDArray[np.float32], backend: str, message: str
+) -> None:
+    with pytest.raises(PerceptionError, match=message):
+        transcribe(speech[: 5 * 16_000], language="fr", backend=backend)

@@ -1,17 +1,20 @@
 """The whisper and openai ASR backends: their clean errors, and their output mapping.
 
-No whisper model ships in a wheel, so the mapping from faster-whisper's results is checked with
-a stand-in model class; the openai backend talks to a real HTTP server on loopback.
+The mapping from faster-whisper's results for a user-chosen model is checked with a stand-in
+model class (the embedded model is tested in test_asr_embedded.py); the openai backend talks to
+a real HTTP server on loopback.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,11 +24,6 @@ from numpy.typing import NDArray
 from omnilab.perception import BackendUnavailableError, PerceptionError, asr_backends, transcribe
 
 # --- whisper ---------------------------------------------------------------------------------
-
-
-def test_whisper_without_a_model_names_the_setting(speech_wav: Path) -> None:
-    with pytest.raises(BackendUnavailableError, match=r"set perception\.whisper_model"):
-        transcribe(speech_wav, backend="whisper")
 
 
 def test_whisper_with_a_name_not_in_the_cache(
@@ -67,9 +65,14 @@ class FakeWhisperModel:
 
     calls: ClassVar[list[dict[str, Any]]] = []
 
+    multilingual: ClassVar[bool] = True
+
     def __init__(self, name: str, **kwargs: Any) -> None:
         assert kwargs["local_files_only"] is True
+        # As many threads as cores, never CTranslate2's own default of 4 (0).
+        assert kwargs["cpu_threads"] == len(os.sched_getaffinity(0))
         self.name = name
+        self.model = SimpleNamespace(is_multilingual=type(self).multilingual)
 
     def transcribe(self, audio: NDArray[np.float32], **kwargs: Any) -> tuple[Iterator[_S], None]:
         FakeWhisperModel.calls.append({"n": audio.size, **kwargs})
@@ -91,6 +94,8 @@ def test_whisper_results_get_absolute_times(
     assert len(FakeWhisperModel.calls) == 1  # 20.8 s fits one 30 s piece
     call = FakeWhisperModel.calls[0]
     assert call["word_timestamps"] is True and call["vad_filter"] is False
+    assert call["beam_size"] == 1  # greedy: perception.whisper_beam_size
+    assert tr.model == str(tmp_path) and tr.notes == []
     assert call["language"] == "en"
     seg = tr.segments[0]
     # The piece starts where VAD found speech (about 1.1 s, minus padding).
@@ -99,6 +104,44 @@ def test_whisper_results_get_absolute_times(
     assert [w.text for w in seg.words] == ["hello", "world"]
     assert seg.words[1].end == pytest.approx(offset + 1.1)
     assert seg.confidence == pytest.approx(0.5)
+    asr_backends.clear()
+
+
+class UnsureEnglishModel(FakeWhisperModel):
+    """An English-only model that hears foreign speech: fluent words, each with low probability."""
+
+    multilingual: ClassVar[bool] = False
+
+    def transcribe(self, audio: NDArray[np.float32], **kwargs: Any) -> tuple[Iterator[_S], None]:
+        FakeWhisperModel.calls.append({"n": audio.size, **kwargs})
+        words = [_W(f" w{i}", i * 0.3, i * 0.3 + 0.2, 0.3) for i in range(8)]
+        return iter([_S(0.0, 2.4, " ".join(w.word for w in words), -1.5, words)]), None
+
+
+@pytest.mark.parametrize(
+    ("model", "noted"), [(UnsureEnglishModel, True), (FakeWhisperModel, False)]
+)
+def test_english_only_model_unsure_of_what_it_heard_says_so(
+    speech_wav: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    model: type[FakeWhisperModel],
+    noted: bool,
+) -> None:
+    import faster_whisper
+
+    (tmp_path / "model.bin").write_bytes(b"x")
+    monkeypatch.setenv("OMNILAB_PERCEPTION__WHISPER_MODEL", str(tmp_path))
+    monkeypatch.setattr(faster_whisper, "WhisperModel", model)
+    FakeWhisperModel.calls = []
+    tr = transcribe(speech_wav, backend="whisper")
+    if noted:
+        assert len(tr.notes) == 1
+        assert "mean word probability 0.30" in tr.notes[0]
+        assert "not English" in tr.notes[0] and "perception.whisper_model" in tr.notes[0]
+        assert FakeWhisperModel.calls[0]["language"] == "en"
+    else:  # a multilingual model detects the language itself: no hint is forced on it
+        assert tr.notes == [] and FakeWhisperModel.calls[0]["language"] is None
     asr_backends.clear()
 
 

@@ -14,6 +14,7 @@ from omnilab.config import get_settings
 from omnilab.media import MediaError, MediaErrorCode
 from omnilab.perception import DigestOptions, EventLabel, Evidence, digest
 from omnilab.perception.digest import keyframe_times
+from omnilab.perception.metrics import word_error_rate
 from omnilab.perception.screen_text import normalise
 from omnilab.perception.types import Shot
 
@@ -43,10 +44,12 @@ def evidence(runs: Runs) -> Evidence:
     return runs.first
 
 
-def test_talk_video_digest(evidence: Evidence, talk) -> None:  # type: ignore[no-untyped-def]
+def test_talk_video_digest(evidence: Evidence, talk, speech_text: str) -> None:  # type: ignore[no-untyped-def]
     (f,) = evidence.files
     assert f.info.has_video and f.info.has_audio and not f.cached and f.notes == []
-    assert f.transcript is not None and "best of times" in f.transcript.text
+    assert f.transcript is not None and f.transcript.backend == "whisper"
+    said = " ".join(speech_text.split()[: len(f.transcript.text.split())])
+    assert word_error_rate(said, f.transcript.text) <= 0.15
     assert f.transcript.segments[0].start >= talk.speech_at
     assert f.events is not None
     assert f.events[0].label is EventLabel.SILENCE and f.events[0].end <= talk.speech_at + 1.6
@@ -70,13 +73,14 @@ def test_markdown_and_json(evidence: Evidence) -> None:
     md = evidence.to_markdown()
     assert md.startswith("## talk.mp4\ntalk.mp4: video (mp4), 640x360")
     for heading in (
-        "### Transcript (pocketsphinx",
+        "### Transcript (whisper",
         "### Audio events",
         "### Shots (3)",
         "### On-screen text",
     ):
         assert heading in md
-    assert "] it was the best of times" in md and "1. 00:00.0-00:03.0 (keyframe" in md
+    first = evidence.files[0].transcript.segments[0]  # type: ignore[union-attr]
+    assert f"] {first.text}\n" in md and "1. 00:00.0-00:03.0 (keyframe" in md
     assert '- "WELCOME TO OMNILAB" at 00:01' in md
     again = Evidence.model_validate_json(evidence.model_dump_json())
     assert again == evidence
@@ -143,11 +147,34 @@ def test_audio_and_image_files(speech_wav: Path, tone_wav: Path, tmp_path: Path)
 
 
 def test_unreadable_file_is_a_media_error(tmp_path: Path) -> None:
-    bad = tmp_path / "notes.mp4"
-    bad.write_text("this is text, not a video\n")
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"\x00\x01 not a video" * 100)
     with pytest.raises(MediaError) as err:
         digest([bad])
-    assert err.value.code is MediaErrorCode.UNSUPPORTED
+    assert err.value.code is MediaErrorCode.CORRUPT
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "README.md", "data.json", "notes"])
+def test_text_files_are_digested_as_text(tmp_path: Path, name: str) -> None:
+    # FFmpeg reads .txt as a "tty" video: a digest must give the text, not shots of ANSI art.
+    path = tmp_path / name
+    content = '{"answer": 42}\n' if name.endswith(".json") else "# Notes\nThe key is blue.\n"
+    path.write_text(content, encoding="utf-8")
+    (f,) = digest([path]).files
+    assert f.info.kind.value == "text" and f.text == content
+    assert f.transcript is None and f.shots is None and f.screen_text is None and f.notes == []
+    md = digest([path]).to_markdown()
+    assert md == f"## {name}\n{f.info.summary()}\n### Text\n{content}\n"
+
+
+def test_long_text_files_are_cut_with_a_note(tmp_path: Path) -> None:
+    from omnilab.perception.digest import TEXT_CHARS
+
+    path = tmp_path / "book.txt"
+    path.write_text("word " * TEXT_CHARS, encoding="utf-8")
+    (f,) = digest([path]).files
+    assert f.text is not None and len(f.text) == TEXT_CHARS
+    assert f.notes == [f"text: cut after {TEXT_CHARS} of {5 * TEXT_CHARS} characters"]
 
 
 def test_save_writes_markdown_json_and_sheets(evidence: Evidence, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def test_markdown_on_a_talk_video(talk, tmp_path: Path) -> None:  # type: ignore
     result = runner.invoke(app, ["digest", str(talk.path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, (result.output, result.exception)
     out = result.stdout
-    assert "### Transcript (pocketsphinx" in out and "best of times" in out
+    assert "### Transcript (whisper, " in out
     assert "[00:0" in out  # segment times
     assert '"WELCOME TO OMNILAB"' in out and '"THE END"' in out
     assert "### Shots (3)" in out
@@ -54,7 +54,7 @@ def test_user_errors_are_one_line(talk, tmp_path: Path) -> None:  # type: ignore
     env = {**os.environ, "OPENAI_API_KEY": ""}
     cases = {
         (str(tmp_path / "nope.mp4"),): "does not exist",
-        (str(talk.path), "--asr", "whisper"): "set perception.whisper_model",
+        (str(talk.path), "--asr", "whisper", "--language", "de"): "only knows English",
         (str(talk.path), "--asr", "openai"): "needs an API key",
         (str(talk.path), "--ocr", "easyocr"): "unknown OCR backend 'easyocr'",
     }
@@ -64,3 +64,13 @@ def test_user_errors_are_one_line(talk, tmp_path: Path) -> None:  # type: ignore
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
         assert "Traceback" not in done.stderr
+
+
+def test_text_file_digest(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Meeting moved to Friday.\n", encoding="utf-8")
+    result = runner.invoke(app, ["digest", str(notes)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert result.stdout == (
+        "## notes.txt\nnotes.txt: text (txt), 25 bytes\n### Text\nMeeting moved to Friday.\n\n"
+    )

@@ -16,7 +16,7 @@ __all__ = ["digest"]
 
 
 def digest(
-    files: Annotated[list[Path], typer.Argument(help="Video, audio or image files.")],
+    files: Annotated[list[Path], typer.Argument(help="Video, audio, image or text files.")],
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the evidence as JSON instead of Markdown.")
     ] = False,
@@ -26,7 +26,10 @@ def digest(
     ] = None,
     asr: Annotated[
         str | None,
-        typer.Option("--asr", help="ASR backend: pocketsphinx (default), whisper or openai."),
+        typer.Option(
+            "--asr",
+            help="ASR backend: whisper (default; embedded English tiny.en), pocketsphinx or openai.",
+        ),
     ] = None,
     ocr_backend: Annotated[
         str | None, typer.Option("--ocr", help="OCR backend: rapidocr (default) or tesseract.")

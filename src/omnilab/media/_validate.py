@@ -110,7 +110,17 @@ def check_count(num: int, limit: int, *, name: str = "num") -> int:
     return num
 
 
+def _refuse_text(info: MediaInfo, wanted: str) -> None:
+    if info.kind is MediaKind.TEXT:
+        raise MediaError(
+            MediaErrorCode.UNSUPPORTED,
+            f"{info.path.name} is a text file, not {wanted}",
+            path=info.path,
+        )
+
+
 def require_video(info: MediaInfo) -> None:
+    _refuse_text(info, "a video")
     if not info.has_video:
         what = "an image" if info.kind is MediaKind.IMAGE else "an audio file"
         raise MediaError(
@@ -121,6 +131,7 @@ def require_video(info: MediaInfo) -> None:
 
 
 def require_audio(info: MediaInfo) -> None:
+    _refuse_text(info, "audio or video")
     if not info.has_audio:
         what = "an image" if info.kind is MediaKind.IMAGE else "a video without sound"
         raise MediaError(

@@ -11,10 +11,19 @@ import av.container
 from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict
 
-from omnilab.media._open import check_file, open_input
+from omnilab.media._open import check_file, looks_like_text, open_input
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 
-__all__ = ["MediaInfo", "MediaKind", "probe"]
+__all__ = ["TEXT_SUFFIXES", "MediaInfo", "MediaKind", "probe"]
+
+TEXT_SUFFIXES = frozenset(
+    {".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".csv", ".tsv", ".srt", ".vtt"}
+    | {".log", ".yaml", ".yml", ".xml", ".html", ".htm"}
+)
+"""Names that are text whenever their content is: FFmpeg would otherwise read a ``.txt`` as a
+"tty" video (ANSI art) and ``.srt``/``.vtt`` as subtitle streams."""
+# FFmpeg's catch-all demuxer for text: it renders any text file as an ANSI-art video.
+_TEXT_DEMUXER = "tty"
 
 # Keyframe-interval estimation demuxes (never decodes) at most this many video packets.
 _GOP_SCAN_PACKETS = 1500
@@ -26,6 +35,7 @@ class MediaKind(StrEnum):
     VIDEO = "video"
     AUDIO = "audio"
     IMAGE = "image"
+    TEXT = "text"
 
 
 class MediaInfo(BaseModel):
@@ -65,6 +75,8 @@ class MediaInfo(BaseModel):
             parts.append(f"duration {fmt_s(self.duration)}")
         if self.fps:
             parts.append(f"{self.fps:g} fps")
+        if self.kind is MediaKind.TEXT:
+            parts.append(f"{self.size_bytes} bytes")
         if self.kind is MediaKind.VIDEO:
             parts.append("with audio" if self.has_audio else "no audio")
         if self.has_audio and self.sample_rate:
@@ -73,7 +85,12 @@ class MediaInfo(BaseModel):
 
 
 def probe(path: str | Path) -> MediaInfo:
-    """Inspect ``path``; raises :class:`MediaError` for anything that is not readable media."""
+    """Inspect ``path``; raises :class:`MediaError` for anything that is not readable media.
+
+    Text files (text content under a known text name such as ``.txt``/``.md``/``.json`` or
+    without a suffix, or any text that FFmpeg would only read as ANSI art, e.g. ``.nfo``) are
+    ``MediaKind.TEXT`` with no streams, never a "tty" video.
+    """
     p = check_file(path).resolve()
     st = p.stat()
     return _probe_cached(p, st.st_size, st.st_mtime_ns)
@@ -82,9 +99,13 @@ def probe(path: str | Path) -> MediaInfo:
 @lru_cache(maxsize=512)
 def _probe_cached(path: Path, size: int, mtime_ns: int) -> MediaInfo:
     # size and mtime_ns are part of the cache key: a rewritten file is probed again.
+    if (path.suffix.lower() in TEXT_SUFFIXES or not path.suffix) and looks_like_text(path):
+        return _text_info(path, size)
     image = None if _av_container(path) else _probe_image(path, size)
     if image is not None:
         return image
+    # A text file under a media or document name (notes.mp4) stays an UNSUPPORTED error that
+    # says it is text: the name promised something else.
     return _probe_av(path, size)
 
 
@@ -102,6 +123,11 @@ def _av_container(path: Path) -> bool:
         or head.startswith((b"\x1a\x45\xdf\xa3", b"OggS", b"fLaC", b"ID3"))
         or (head.startswith(b"RIFF") and head[8:12] in (b"WAVE", b"AVI "))
     )
+
+
+def _text_info(path: Path, size: int) -> MediaInfo:
+    container = path.suffix.lower().lstrip(".") or "text"
+    return MediaInfo(path=path, kind=MediaKind.TEXT, container=container, size_bytes=size)
 
 
 def _probe_image(path: Path, size: int) -> MediaInfo | None:
@@ -123,6 +149,14 @@ def _probe_image(path: Path, size: int) -> MediaInfo | None:
 
 def _probe_av(path: Path, size: int) -> MediaInfo:
     with open_input(path) as c:
+        if c.format.name == _TEXT_DEMUXER:
+            if looks_like_text(path):
+                return _text_info(path, size)
+            raise MediaError(
+                MediaErrorCode.UNSUPPORTED,
+                f"{path.name} is not audio, video, an image or text",
+                path=path,
+            )
         vstreams = [s for s in c.streams.video if not _is_cover_art(s)]
         astreams = list(c.streams.audio)
         if not vstreams and not astreams:

@@ -29,12 +29,12 @@ from omnilab.media.video import Frame, frames_at
 from omnilab.perception._audio import load_samples
 from omnilab.perception._cache import cached
 from omnilab.perception.asr import backends as asr_backends
-from omnilab.perception.asr import transcribe
+from omnilab.perception.asr import model_of, resolve_backend, transcribe
 from omnilab.perception.events import audio_events
 from omnilab.perception.evidence import Evidence, FileEvidence, ScreenText
 from omnilab.perception.ocr import backends as ocr_backends
 from omnilab.perception.ocr import ocr
-from omnilab.perception.screen_text import merge_screen_text
+from omnilab.perception.screen_text import merge_screen_text, read_frames
 from omnilab.perception.shots import detect_shots
 from omnilab.perception.types import AudioEvent, Shot, Transcript
 
@@ -49,6 +49,8 @@ Progress = Callable[[str, float, float], None]
 # that change without a colour change are still read.
 _KEYFRAME_SPACING = 30.0
 _FRAME_EDGE = 1280
+# A text file's content goes into the digest up to this many characters (a prompt, not a book).
+TEXT_CHARS = 20_000
 _SHEET_TILE = 320
 _TRANSCRIPT = TypeAdapter(Transcript)
 _EVENTS = TypeAdapter(list[AudioEvent])
@@ -117,7 +119,9 @@ def _digest_one(path: Path, opts: DigestOptions, on_progress: Progress | None) -
     info = probe(path)
     parts = _Parts(info, opts, on_progress)
     fields: dict[str, object] = {}
-    if info.kind is MediaKind.IMAGE:
+    if info.kind is MediaKind.TEXT:
+        fields["text"] = _read_text(info, parts.notes)
+    elif info.kind is MediaKind.IMAGE:
         if opts.ocr:
             fields["screen_text"] = parts.image_text()
     else:
@@ -142,6 +146,14 @@ def _digest_one(path: Path, opts: DigestOptions, on_progress: Progress | None) -
         cached=parts.all_hits,
         **fields,
     )
+
+
+def _read_text(info: MediaInfo, notes: list[str]) -> str:
+    raw = info.path.read_text(encoding="utf-8", errors="replace")
+    if len(raw) > TEXT_CHARS:
+        notes.append(f"text: cut after {TEXT_CHARS} of {len(raw)} characters")
+        raw = raw[:TEXT_CHARS]
+    return raw
 
 
 class _Parts:
@@ -185,14 +197,15 @@ class _Parts:
 
     def transcript(self) -> Transcript:
         s = get_settings().perception
-        backend = self.opts.asr_backend or s.asr_backend
+        # The backend that will really run (pocketsphinx when the embedded whisper is missing).
+        backend, _notice = resolve_backend(self.opts.asr_backend)
         language = self.opts.language or s.language
         params: dict[str, object] = {
             "backend": backend,
             "language": language,
             "chunk": s.asr_chunk_seconds,
             "vad": s.vad_threshold,
-            "model": {"whisper": s.whisper_model, "openai": s.openai_model}.get(backend),
+            "model": model_of(backend),
         }
         if not self.info.has_audio:
             load_samples(self.info.path)  # raises the NO_AUDIO_STREAM error this part notes
@@ -202,7 +215,7 @@ class _Parts:
             _TRANSCRIPT,
             lambda: transcribe(
                 self.samples(),
-                backend=backend,
+                backend=self.opts.asr_backend,  # resolved the same way, notice included
                 language=language,
                 on_progress=self._progress("transcript"),
             ),
@@ -250,9 +263,9 @@ class _Parts:
 
     def video_text(self, times: list[float]) -> list[ScreenText]:
         def make() -> list[ScreenText]:
-            frames = self._keyframes(times)
+            frames = [(f.timestamp, f.image) for f in self._keyframes(times)]
             backend = self.opts.ocr_backend
-            return merge_screen_text([(f.timestamp, ocr(f.image, backend=backend)) for f in frames])
+            return merge_screen_text(read_frames(frames, lambda im: ocr(im, backend=backend)))
 
         return self._cached("screen_text", self._ocr_params(times), _SCREEN_TEXT, make)
 

@@ -40,6 +40,8 @@ class FileEvidence(_Frozen):
     screen_text: list[ScreenText] | None = None
     sheet: Path | None = None
     """A contact sheet PNG of the keyframes (videos only)."""
+    text: str | None = None
+    """The content of a text file (``.txt``, ``.md``, ``.json``, ...), cut when very long."""
     notes: list[str] = Field(default_factory=list)
     """Why a part is missing, e.g. ``transcript: video.mp4 has no audio stream (video file)``."""
     seconds: float = 0.0
@@ -99,6 +101,7 @@ def _file_markdown(f: FileEvidence) -> str:
             for s in tr.segments
         ]
         out += [head, "\n".join(lines) if lines else "(no speech)"]
+        out += [f"Note: {n}" for n in tr.notes]
     if f.events is not None:
         spans = [f"{_span(e.start, e.end)} {e.label.value}" for e in f.events]
         out += ["### Audio events", "; ".join(spans) if spans else "(empty audio track)"]
@@ -115,6 +118,8 @@ def _file_markdown(f: FileEvidence) -> str:
         out += ["### On-screen text", "\n".join(rows) if rows else "(none found)"]
     if f.sheet is not None:
         out.append(f"Contact sheet: {f.sheet}")
+    if f.text is not None:
+        out += ["### Text", f.text]
     if f.notes:
         out += ["### Notes", "\n".join(f"- {n}" for n in f.notes)]
     return "\n".join(out)

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
 
 from omnilab.perception.evidence import ScreenText
 from omnilab.perception.types import TextBox
 
-__all__ = ["merge_screen_text", "normalise", "same_text"]
+__all__ = ["merge_screen_text", "normalise", "read_frames", "same_picture", "same_text"]
+
+# Frames are compared as 480 px wide colour pictures: two frames of one static slide differ
+# nowhere by more than 40 levels (coding noise), while slides that differ by one small word or
+# digit do on tens to hundreds of pixels. Averaging into blocks or greyscale hid such changes
+# (different slides of a 10-minute talk came out "the same").
+_PICTURE_WIDTH = 480
+_CHANGED_LEVELS = 40
+_MAX_CHANGED_PIXELS = 16
 
 # Two readings this similar (difflib ratio of normalised text) are the same text; OCR of one
 # caption on two frames often differs by a character or two. Their numbers must match exactly:
@@ -72,3 +84,42 @@ def merge_screen_text(readings: Sequence[tuple[float | None, list[TextBox]]]) ->
         )
         for x in lines
     ]
+
+
+def _signature(image: Image.Image) -> NDArray[np.int16]:
+    w, h = image.size
+    height = max(1, round(_PICTURE_WIDTH * h / max(1, w)))
+    small = image.convert("RGB").resize((_PICTURE_WIDTH, height), Image.Resampling.BOX)
+    return np.asarray(small, dtype=np.int16)
+
+
+def same_picture(a: Image.Image, b: Image.Image) -> bool:
+    """Whether two frames show the same picture (the same slide twice), up to coding noise."""
+    return _close(_signature(a), _signature(b))
+
+
+def _close(a: NDArray[np.int16], b: NDArray[np.int16]) -> bool:
+    if a.shape != b.shape:
+        return False
+    changed = int((np.abs(a - b).max(axis=2) > _CHANGED_LEVELS).sum())
+    return changed <= _MAX_CHANGED_PIXELS
+
+
+def read_frames(
+    frames: Sequence[tuple[float, Image.Image]], read: Callable[[Image.Image], list[TextBox]]
+) -> list[tuple[float, list[TextBox]]]:
+    """``(time, read(image))`` per frame, reading each distinct picture once.
+
+    OCR is the costly part of a digest; a slide shown for minutes gives many identical keyframes,
+    so a frame that shows the same picture as one already read reuses that reading.
+    """
+    done: list[tuple[NDArray[np.int16], list[TextBox]]] = []
+    out: list[tuple[float, list[TextBox]]] = []
+    for when, image in frames:
+        sig = _signature(image)
+        boxes = next((b for s, b in done if _close(s, sig)), None)
+        if boxes is None:
+            boxes = read(image)
+            done.append((sig, boxes))
+        out.append((when, boxes))
+    return out

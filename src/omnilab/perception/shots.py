@@ -1,11 +1,12 @@
 """Shot boundaries: colour-histogram differences between frames sampled from the video.
 
-The video is decoded once, front to back. Every frame is shrunk to 96 px wide and summarised by
-a joint RGB histogram (8 levels per channel); frames ``1 / perception.shot_sample_fps`` apart
-are compared by total-variation distance (half the L1 distance of the normalised histograms,
-0 = same colours, 1 = disjoint). A distance above ``perception.shot_threshold`` is a cut, placed
-on the frame with the largest frame-to-frame change since the previous sample, so cut times are
-frame-accurate even though detection looks at a few frames per second. Cuts less than
+The video is decoded once, front to back. Frames ``1 / perception.shot_sample_fps`` apart are
+shrunk to 96 px wide, summarised by a joint RGB histogram (8 levels per channel) and compared by
+total-variation distance (half the L1 distance of the normalised histograms, 0 = same colours,
+1 = disjoint). A distance above ``perception.shot_threshold`` is a cut, placed on the frame with
+the largest frame-to-frame change since the previous sample (the frames in between are kept and
+summarised only then), so cut times are frame-accurate even though detection looks at a few
+frames per second. Cuts less than
 ``perception.min_shot_seconds`` after the previous one are ignored (flashes, strobing).
 
 Colour histograms ignore motion inside a shot (good: pans and moving people are not cuts) but
@@ -19,6 +20,7 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
+import av
 import numpy as np
 from numpy.typing import NDArray
 
@@ -92,6 +94,11 @@ def detect_shots(
     return shots
 
 
+def _thumb_histogram(frame: av.VideoFrame, width: int, height: int) -> NDArray[np.float64]:
+    small = frame.reformat(width=width, height=height, format="rgb24").to_ndarray()
+    return colour_histogram(np.asarray(small, dtype=np.uint8))
+
+
 def _scan(
     info: MediaInfo,
     threshold: float,
@@ -99,16 +106,19 @@ def _scan(
     min_shot: float,
     on_progress: Callable[[float, float], None] | None,
 ) -> tuple[list[float], list[float], float]:
-    """Decode every frame; returns cut times, sampled frame times and the last frame time."""
+    """Decode every frame; returns cut times, sampled frame times and the last frame time.
+
+    Only sampled frames are summarised (shrinking and histogramming every frame cost twice the
+    decoding itself); the frames since the previous sample are kept, and only when two samples
+    differ by a cut are they summarised to find the frame where the change peaks.
+    """
     cuts: list[float] = []
     samples: list[float] = []
     total = info.duration or 0.0
     width = _THUMB_WIDTH
     height = max(2, round(_THUMB_WIDTH * (info.height or 1) / (info.width or 1)) // 2 * 2)
     prev_sample: NDArray[np.float64] | None = None
-    # (time, histogram, distance to the previous frame) of frames since the last sample.
-    since: list[tuple[float, NDArray[np.float64], float]] = []
-    prev_frame: NDArray[np.float64] | None = None
+    pending: list[tuple[float, av.VideoFrame]] = []  # frames decoded since the last sample
     next_sample = 0.0
     next_report = 1.0
     t = 0.0
@@ -121,28 +131,42 @@ def _scan(
             if when is None:
                 continue
             t = max(0.0, float(when) - info.start_time)
-            small = np.asarray(
-                frame.reformat(width=width, height=height, format="rgb24").to_ndarray(),
-                dtype=np.uint8,
-            )
-            hist = colour_histogram(small)
-            jump = histogram_distance(hist, prev_frame) if prev_frame is not None else 0.0
-            prev_frame = hist
-            since.append((t, hist, jump))
             if t + 1e-6 < next_sample:
+                pending.append((t, frame))
                 continue
             next_sample = t + step
+            hist = _thumb_histogram(frame, width, height)
             if prev_sample is not None and histogram_distance(hist, prev_sample) > threshold:
-                # The cut is where the frame-to-frame change peaks between the two samples.
-                cut = max(since, key=lambda item: item[2])[0]
+                cut = _peak_change(prev_sample, pending, (t, hist), width, height)
                 if cut - (cuts[-1] if cuts else 0.0) >= min_shot and cut > 0.0:
                     cuts.append(cut)
             prev_sample = hist
             samples.append(t)
-            since = [(*since[-1][:2], 0.0)]
+            pending = []
             if on_progress is not None and t >= next_report:
                 on_progress(t, total)
                 next_report = t + 1.0
     if on_progress is not None:
         on_progress(total or t, total or t)
     return cuts, samples, t
+
+
+def _peak_change(
+    before: NDArray[np.float64],
+    between: list[tuple[float, av.VideoFrame]],
+    sample: tuple[float, NDArray[np.float64]],
+    width: int,
+    height: int,
+) -> float:
+    """The time of the frame, after the sample ``before``, that differs most from its predecessor."""
+    best_time, best_jump = sample[0], -1.0
+    prev = before
+    for when, frame in between:
+        hist = _thumb_histogram(frame, width, height)
+        jump = histogram_distance(hist, prev)
+        if jump > best_jump:
+            best_time, best_jump = when, jump
+        prev = hist
+    if histogram_distance(sample[1], prev) > best_jump:
+        best_time = sample[0]
+    return best_time

@@ -52,9 +52,14 @@ class Transcript(_Frozen):
 
     segments: list[Segment] = Field(default_factory=list)
     backend: str
+    """The ASR backend that ran."""
+    model: str | None = None
+    """Its model, when it has a choice (``embedded:tiny.en``, a folder, ``whisper-1``)."""
     language: str | None = None
     duration: float | None = None
     """Seconds of audio that were transcribed."""
+    notes: list[str] = Field(default_factory=list)
+    """What a reader should know: a fallback backend, audio that may not be English, ..."""
 
     @property
     def text(self) -> str:

@@ -9,6 +9,8 @@ split it.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -25,10 +27,25 @@ WINDOW = 512
 WINDOW_SECONDS = WINDOW / SAMPLE_RATE
 
 
+# A digest asks for the same samples' probabilities twice (speech pieces for ASR, then audio
+# events); the last answer is kept while its (never modified) samples array is alive.
+_last: tuple[weakref.ref[NDArray[np.float32]], NDArray[np.float32]] | None = None
+
+
 def speech_probs(samples: NDArray[np.float32]) -> NDArray[np.float32]:
     """Speech probability of each 32 ms window of 16 kHz mono ``samples`` (last one zero-padded)."""
+    global _last
     if samples.size == 0:
         return np.zeros(0, dtype=np.float32)
+    if _last is not None and _last[0]() is samples:
+        return _last[1]
+    probs = _speech_probs(samples)
+    probs.flags.writeable = False  # shared with later callers
+    _last = (weakref.ref(samples), probs)
+    return probs
+
+
+def _speech_probs(samples: NDArray[np.float32]) -> NDArray[np.float32]:
     try:
         from faster_whisper.vad import get_vad_model
     except ImportError as e:
