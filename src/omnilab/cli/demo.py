@@ -83,7 +83,8 @@ def demo(
         model=name,
         max_turns=max_turns,
         max_tokens=_TOKEN_BUDGET,
-        generate=GenerateConfig(max_tokens=_REPLY_TOKENS),
+        # Greedy and seeded: the demo gives the same steps and answer on every machine.
+        generate=GenerateConfig(max_tokens=_REPLY_TOKENS, temperature=0.0, seed=0),
         max_observation_chars=_OBSERVATION_CHARS,
         run_dir=folder / "run",
     )
