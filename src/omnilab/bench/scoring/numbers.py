@@ -113,6 +113,11 @@ _ASKED_UNIT = re.compile(
     re.IGNORECASE,
 )
 
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 _ONES = {
     "zero": 0,
     "none": 0,
@@ -147,14 +152,14 @@ _ONES = {
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000, "dozen": 12}
 _ALONE = {"once": 1, "twice": 2, "thrice": 3}
 # Words after which a number names something rather than counts it ("room 3", "camera 2").
-_ID_WORDS = frozenset(
+_ID_WORDS = _word_set(
     "room id # item question q task step frame camera cam floor level page "
     "chapter part section figure fig fig. video clip scene shot episode ep ep. player channel "
     "track option version v line row column col seat gate platform route bus apt apartment unit "
-    "building block lane exit season day table image photo slide person object sample".split()
+    "building block lane exit season day table image photo slide person object sample"
 )
-_YEAR_WORDS = frozenset("in since during until till year".split())
-_PRONOUN_BEFORE = frozenset("the this that which each every any no another some".split())
+_YEAR_WORDS = _word_set("in since during until till year")
+_PRONOUN_BEFORE = _word_set("the this that which each every any no another some")
 _CURRENCY = "$€£¥~≈<>≤≥"
 _PUNCT = ".,;:!?()[]{}\"'*`“”‘’«»"
 
@@ -171,8 +176,8 @@ _NUMBER_TOKEN = re.compile(
 )
 _ORDINAL = frozenset({"st", "nd", "rd", "th"})
 # Units read as units (the number counts) though no conversion is known for them.
-_OTHER_UNITS = frozenset(
-    "x k kg g mg lb lbs oz mph kph kmh fps hz khz mhz db px pt pts yr yrs l ml w kw".split()
+_OTHER_UNITS = _word_set(
+    "x k kg g mg lb lbs oz mph kph kmh fps hz khz mhz db px pt pts yr yrs l ml w kw"
 )
 _RANGE = re.compile(rf"^{_DIGITS}[-–~]({_DIGITS})$")
 _CLOCK = re.compile(r"^[0-9]{1,2}(?::[0-9]{2}){1,2}(?:\.[0-9]+)?$")
@@ -355,7 +360,9 @@ def _candidates(text: str) -> list[_Candidate]:
     return found
 
 
-def _excluded(candidate: _Candidate, before: str, words: list[tuple[str, int, int]], i: int) -> bool:
+def _excluded(
+    candidate: _Candidate, before: str, words: list[tuple[str, int, int]], i: int
+) -> bool:
     if before in _ID_WORDS or words[i][0].startswith("#"):
         return True
     value = candidate.quantity.value
@@ -386,9 +393,9 @@ def extract_quantity(value: object) -> Quantity | None:
         return None
     found = _candidates(value)
     plain = [c for c in found if not c.ordinal]
-    chosen = (plain or found or [None])[-1]
-    if chosen is None:
+    if not (plain or found):
         return None
+    chosen = (plain or found)[-1]
     return _with_unit(chosen, blank_names(value))
 
 

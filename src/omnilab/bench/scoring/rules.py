@@ -78,8 +78,10 @@ def label_tolerance(label: str) -> float:
     is the one :func:`~.numbers.extract_quantity` reads ("2 years, i.e. 2.5" -> 2.5).
     """
     quantity = extract_quantity(label)
-    if quantity is None or "e" in quantity.text.lower():
+    if quantity is None:
         return 0.0
+    if "e" in quantity.text.lower() and any(c.isdigit() for c in quantity.text):
+        return 0.0  # 1e-3: no digit-based precision
     return 0.5 * 10.0**-quantity.decimals
 
 
