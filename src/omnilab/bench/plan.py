@@ -48,7 +48,7 @@ class RunPlan(BaseModel):
 
 
 def plan_run(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, retry_failed: bool = False
+    config: RunConfig, run_dir: str | Path, *, resume: bool = False, retry_failed: bool = False
 ) -> RunPlan:
     """Load the dataset, select the tasks, and check the folder against ``config``.
 

@@ -250,7 +250,7 @@ def _short(value: object) -> str:
 class RunDir:
     """Paths inside one run folder, and reading what a run wrote."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     def __repr__(self) -> str:
