@@ -339,3 +339,30 @@ def test_importing_the_harness_loads_no_adapter() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "['omnilab.bench.datasets._common']"
+
+
+def test_data_check_prints_the_wrong_format_warning(bench_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    path = bench_data / "omniagent_eval.jsonl"
+    result = CliRunner().invoke(app, ["data", "check", "omnigaia", "--data", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.output and "look like omniagent items" in result.output
+    as_json = CliRunner().invoke(app, ["data", "check", "omnigaia", "--data", str(path), "--json"])
+    assert json.loads(as_json.output)["warnings"][-1] == "the items look like omniagent items"
+
+
+def test_eval_plan_notes_the_wrong_format_warning(bench_data: Path, tmp_path: Path) -> None:
+    from omnilab.bench.runner import new_config, plan_run
+
+    config = new_config(
+        "omnigaia",
+        bench_data / "omniagent_eval.jsonl",
+        agent="tir",
+        model="scripted:x",
+        scorer="answer_set",
+    )
+    plan = plan_run(config, tmp_path / "run")
+    assert "warning: the items look like omniagent items" in plan.notes
