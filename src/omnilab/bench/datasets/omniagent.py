@@ -32,9 +32,10 @@ from omnilab.bench.datasets._common import (
     media_file,
     require_question,
 )
-from omnilab.bench.scoring.numbers import expected_unit, extract_number
+from omnilab.bench.scoring.numbers import extract_number
 from omnilab.bench.scoring.rules import base_question_type
 from omnilab.bench.scoring.spans import parse_spans
+from omnilab.bench.scoring.units import expected_unit
 from omnilab.bench.task import AnswerSet, Task, TaskMetadata
 
 __all__ = ["ADAPTER", "QUESTION_TYPES", "convert", "mcq_answers"]

@@ -24,13 +24,7 @@ from omnilab.bench.scoring.base import (
 )
 from omnilab.bench.scoring.choice import MultipleChoice, extract_choice
 from omnilab.bench.scoring.judge import LLMJudge, MajorityVote, OmniGaiaScorer, parse_verdict
-from omnilab.bench.scoring.numbers import (
-    Quantity,
-    convert,
-    expected_unit,
-    extract_number,
-    extract_quantity,
-)
+from omnilab.bench.scoring.numbers import extract_number, extract_quantity
 from omnilab.bench.scoring.rules import (
     MRA_THRESHOLDS,
     AnswerSetMatch,
@@ -44,6 +38,7 @@ from omnilab.bench.scoring.rules import (
     temporal_iou,
 )
 from omnilab.bench.scoring.spans import merge_spans, parse_spans, parse_time
+from omnilab.bench.scoring.units import Quantity, convert, expected_unit
 
 __all__ = [
     "MRA_THRESHOLDS",

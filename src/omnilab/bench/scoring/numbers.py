@@ -18,8 +18,8 @@ the way a person grading it would:
 5. The candidate closest to the end wins ("from 2012 to 2014, so 2 years" -> 2); an ordinal
    (``3rd``) counts only when there is no other candidate.
 
-:func:`extract_quantity` also reads the unit written after the number, and :func:`convert` turns
-a quantity into the unit a question asks for (``150 cm`` for "in meters" -> 1.5), which the MRA
+:func:`extract_quantity` also reads the unit written after the number; :mod:`.units` turns a
+quantity into the unit a question asks for (``150 cm`` for "in meters" -> 1.5), which the MRA
 scorer of size questions uses.
 """
 
@@ -28,90 +28,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "Quantity",
-    "blank_names",
-    "convert",
-    "expected_unit",
-    "extract_number",
-    "extract_quantity",
-    "unit_of",
-]
+from omnilab.bench.scoring.units import SPELLINGS, UNIT_AFTER, Quantity
 
-
-@dataclass(frozen=True)
-class Quantity:
-    """A number read from text, with what was written around it."""
-
-    value: float
-    text: str
-    """The number as written (``"26,4"``, ``"twenty-one"``)."""
-    unit: str | None = None
-    """The canonical unit written after it (``"m"``, ``"m2"``, ``"cm"``, ``"s"``), if known."""
-    decimals: int = 0
-    """Digits after the decimal separator as written (the precision of a label)."""
-
-
-# Canonical units: (dimension, factor to the dimension's base unit).
-_UNITS: dict[str, tuple[str, float]] = {
-    "mm": ("length", 0.001),
-    "cm": ("length", 0.01),
-    "dm": ("length", 0.1),
-    "m": ("length", 1.0),
-    "km": ("length", 1000.0),
-    "in": ("length", 0.0254),
-    "ft": ("length", 0.3048),
-    "yd": ("length", 0.9144),
-    "mi": ("length", 1609.344),
-    "mm2": ("area", 1e-6),
-    "cm2": ("area", 1e-4),
-    "m2": ("area", 1.0),
-    "km2": ("area", 1e6),
-    "ft2": ("area", 0.09290304),
-    "s": ("time", 1.0),
-    "min": ("time", 60.0),
-    "h": ("time", 3600.0),
-}
-# Spellings -> canonical unit; longer spellings are tried first.
-_SPELLINGS: dict[str, str] = {}
-for _canon, _names in {
-    "mm": "mm millimeter millimeters millimetre millimetres",
-    "cm": "cm centimeter centimeters centimetre centimetres",
-    "dm": "dm decimeter decimeters decimetre decimetres",
-    "m": "m meter meters metre metres",
-    "km": "km kilometer kilometers kilometre kilometres",
-    "in": "inch inches",
-    "ft": "ft foot feet",
-    "yd": "yd yard yards",
-    "mi": "mi mile miles",
-    "s": "s sec secs second seconds",
-    "min": "min mins minute minutes",
-    "h": "h hr hrs hour hours",
-}.items():
-    for _name in _names.split():
-        _SPELLINGS[_name] = _canon
-        if _UNITS[_canon][0] == "length" and _canon + "2" in _UNITS:
-            _SPELLINGS[f"square {_name}"] = _canon + "2"
-            _SPELLINGS[f"sq {_name}"] = _canon + "2"
-            _SPELLINGS[f"sq. {_name}"] = _canon + "2"
-            _SPELLINGS[f"{_name} squared"] = _canon + "2"
-            for exponent in ("^2", "²", "2"):
-                if not _name[-1].isalpha() or len(_name) <= 2:
-                    _SPELLINGS[f"{_name}{exponent}"] = _canon + "2"
-_SPELLINGS["sqm"] = "m2"
-_SPELLINGS["sqft"] = "ft2"
-_UNIT_AFTER = re.compile(
-    r"\s*(" + "|".join(re.escape(s) for s in sorted(_SPELLINGS, key=len, reverse=True)) + r")"
-    r"(?![A-Za-z0-9])",
-    re.IGNORECASE,
-)
-# "(in square meters)", "measured in centimeters", "in cm?"
-_ASKED_UNIT = re.compile(
-    r"\b(?:in|into)\s+(?:units\s+of\s+)?("
-    + "|".join(re.escape(s) for s in sorted(_SPELLINGS, key=len, reverse=True))
-    + r")(?![A-Za-z0-9])",
-    re.IGNORECASE,
-)
+__all__ = ["Quantity", "blank_names", "extract_number", "extract_quantity"]
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -262,7 +181,7 @@ def _numeric(token: str, start: int) -> _Candidate | None:
     ordinal = suffix.lower() in _ORDINAL
     unit: str | None = None
     if suffix and not ordinal and suffix not in ("%", "°"):
-        unit = _SPELLINGS.get(suffix.lower())
+        unit = SPELLINGS.get(suffix.lower())
         if unit is None and suffix.lower() not in _OTHER_UNITS and suffix[-1] not in "23²³":
             return None  # 4e6dbb4a, 3D, 5G: an identifier or code, not a quantity
     end = start + lead + len(core)
@@ -375,10 +294,10 @@ def _excluded(
 def _with_unit(candidate: _Candidate, text: str) -> Quantity:
     if candidate.quantity.unit is not None:
         return candidate.quantity
-    match = _UNIT_AFTER.match(text, candidate.end)
+    match = UNIT_AFTER.match(text, candidate.end)
     if match is None:
         return candidate.quantity
-    unit = _SPELLINGS[match.group(1).lower()]
+    unit = SPELLINGS[match.group(1).lower()]
     q = candidate.quantity
     return Quantity(q.value, q.text, unit, q.decimals)
 
@@ -403,25 +322,3 @@ def extract_number(value: object) -> float | None:
     """The answer's number (see the module docstring), or ``None`` when it holds none."""
     quantity = extract_quantity(value)
     return None if quantity is None else quantity.value
-
-
-def unit_of(name: str) -> str | None:
-    """The canonical unit of a spelling (``"square meters"`` -> ``"m2"``), or ``None``."""
-    return _SPELLINGS.get(name.strip().lower())
-
-
-def expected_unit(question: str) -> str | None:
-    """The unit a question asks for (``"(in square meters)"`` -> ``"m2"``), or ``None``."""
-    match = _ASKED_UNIT.search(question)
-    return _SPELLINGS[match.group(1).lower()] if match else None
-
-
-def convert(quantity: Quantity, unit: str | None) -> float:
-    """``quantity`` in ``unit`` when both units are known and measure the same thing (length,
-    area, time); otherwise its value as written (a unit slip is the model's, not ours)."""
-    if unit is None or quantity.unit is None or quantity.unit == unit:
-        return quantity.value
-    have, want = _UNITS[quantity.unit], _UNITS.get(unit)
-    if want is None or have[0] != want[0]:
-        return quantity.value
-    return quantity.value * have[1] / want[1]

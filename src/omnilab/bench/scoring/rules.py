@@ -13,14 +13,9 @@ import math
 
 from omnilab.bench.scoring.base import Score, Scorer, answer_body, extract_answer, matches_any
 from omnilab.bench.scoring.choice import MultipleChoice
-from omnilab.bench.scoring.numbers import (
-    convert,
-    expected_unit,
-    extract_number,
-    extract_quantity,
-    unit_of,
-)
+from omnilab.bench.scoring.numbers import extract_number, extract_quantity
 from omnilab.bench.scoring.spans import merge_spans, parse_spans
+from omnilab.bench.scoring.units import convert, expected_unit, unit_of
 from omnilab.bench.task import Span, Task
 
 __all__ = [
