@@ -11,7 +11,8 @@ from omnilab.bench import Score, TaskMetadata, TaskResult, write_results
 from omnilab.bench.leaderboard import build_leaderboard
 from omnilab.bench.reports import open_source, source_metrics
 from omnilab.bench.rescore import rescore_run
-from omnilab.bench.run_dir import RunConfig, RunDir
+from omnilab.bench.results import read_results
+from omnilab.bench.run_dir import RunConfig, RunDir, load_results
 from omnilab.models.providers.scripted import scripted_model, text
 
 
@@ -32,7 +33,7 @@ def test_reading_and_rescoring_take_str_run_folders(tmp_path: Path) -> None:
         RunConfig(dataset="jsonl", data=data, agent="tir", model="scripted:x", scorer="answer_set")
     )
     write_results(
-        run.results_file,
+        str(run.results_file),
         [
             TaskResult(
                 task_id="q1",
@@ -44,6 +45,8 @@ def test_reading_and_rescoring_take_str_run_folders(tmp_path: Path) -> None:
         ],
     )
     assert run.path == folder and run.is_run()
+    assert [r.task_id for r in load_results(str(run.results_file))] == ["q1"]
+    assert [r.task_id for r in read_results(str(run.results_file))] == ["q1"]
     source = open_source(str(folder))
     assert source_metrics(source).pass_at_1.value == 1.0
     outcome = asyncio.run(
