@@ -114,10 +114,13 @@ def load_dataset(
 def _formats_that_fit(records: list[dict[str, object]], *, besides: str) -> list[str]:
     """Registered formats (with expected fields) whose fields the records do carry."""
     fits = []
-    for other in _REGISTRY:
+    for other in dataset_names():
         if other == besides:
             continue
-        adapter = get_dataset(other)
+        try:
+            adapter = get_dataset(other)
+        except UnknownDatasetError:
+            continue  # a plugin that does not load is no suggestion
         expected = getattr(adapter, "expected_fields", ())
         lacking = getattr(adapter, "lacking", None)
         if expected and records and callable(lacking) and not lacking(records):
