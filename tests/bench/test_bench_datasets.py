@@ -23,6 +23,8 @@ from omnilab.bench import (
 )
 from omnilab.config import get_settings
 
+TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+
 
 def by_id(loaded: DatasetLoad) -> dict[str, Task]:
     return {t.id: t for t in loaded.tasks}
@@ -215,9 +217,67 @@ def test_omniagent_question_types(bench_data: Path) -> None:
     assert tasks["oa3"].metadata.spans == ((10.5, 20.0), (35.0, 40.0))
     assert tasks["oa4"].answers.label == "7"
     assert tasks["oa4"].metadata.attributes == {"question_type": "NUM", "duration": "1616.1"}
+    assert tasks["oa5"].metadata.get("unit") == "m"  # "How long is the table, in metres?"
     assert tasks["oa5"].metadata.task_type == "SIZE"
     assert tasks["oa8"].metadata.task_type == "FF"
     assert tasks["oa1"].files[0].kind == "video" and tasks["oa1"].files[0].given == "videos/v1.mp4"
+
+
+def test_omniagent_type_variants_map_to_base_types(bench_data: Path) -> None:
+    """RL-training items: ``MCQ_LongVR-Short`` is an MCQ with its sub-type kept, and so on."""
+    loaded = load_dataset("omniagent", bench_data / "omniagent_rl.jsonl")
+    assert not loaded.skipped and not loaded.warnings
+    types = [(t.metadata.task_type, t.metadata.get("question_subtype")) for t in loaded.tasks]
+    assert types == [
+        ("MCQ", "LongVR-Short"),
+        ("MCQ", "Holmes"),
+        ("TR", "LongVALE-Short"),
+        ("TR", "MultiHop"),
+        ("SIZE", "VSI"),
+    ]
+    mcq, holmes, tr, multihop, size = loaded.tasks
+    assert mcq.answers.label == "B" and mcq.metadata.options is not None
+    assert list(mcq.metadata.options) == ["A", "B", "C", "D"]
+    assert holmes.answers.label == "F" and len(holmes.metadata.options or {}) == 6
+    assert tr.metadata.spans == ((72.405, 79.9230839002),)
+    assert multihop.metadata.spans == ((101.0, 111.0), (178.0, 179.0))
+    assert size.answers.label == "39.5"
+    assert size.metadata.attributes == {
+        "question_type": "SIZE",
+        "question_subtype": "VSI",
+        "duration": "92.234",
+        "fps": "30.0",
+        "has_audio": "false",
+        "unit": "m2",
+    }
+    assert mcq.original["extra_info"]["error_reason"] == "LOGIC_WRONG_ANSWER"
+
+
+def test_omniagent_eval_items_keep_domain_and_units(bench_data: Path) -> None:
+    loaded = load_dataset("omniagent", bench_data / "omniagent_eval.jsonl")
+    assert len(loaded.tasks) == 5 and not loaded.warnings
+    first, _, _, distance, count = loaded.tasks
+    assert first.metadata.category == "Film"
+    assert distance.metadata.get("unit") == "m"
+    assert count.metadata.get("unit") is None
+
+
+def test_a_file_loaded_with_the_wrong_adapter_warns(bench_data: Path) -> None:
+    # An OmniAgent file read as OmniGAIA: questions and answers load, but without media.
+    loaded = load_dataset("omnigaia", bench_data / "omniagent_eval.jsonl")
+    assert len(loaded.tasks) == 5 and all(not t.files for t in loaded.tasks)
+    assert loaded.warnings == [
+        "5 of 5 items have no omni_modal_input, which omnigaia items carry; is the file in "
+        "another format?",
+        "the items look like omniagent items",
+    ]
+    # And the other way round.
+    sample = TEST_DATA / "omnigaia_sample.json"
+    wrong = load_dataset("omniagent", sample)
+    assert wrong.warnings[-1] == "the items look like omnigaia items"
+    assert any("no video or video_path" in w for w in wrong.warnings)
+    # The right adapter is quiet.
+    assert not load_dataset("omnigaia", sample).warnings
 
 
 def test_mcq_options_answers_and_media(bench_data: Path) -> None:
@@ -279,3 +339,30 @@ def test_importing_the_harness_loads_no_adapter() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "['omnilab.bench.datasets._common']"
+
+
+def test_data_check_prints_the_wrong_format_warning(bench_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    path = bench_data / "omniagent_eval.jsonl"
+    result = CliRunner().invoke(app, ["data", "check", "omnigaia", "--data", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.output and "look like omniagent items" in result.output
+    as_json = CliRunner().invoke(app, ["data", "check", "omnigaia", "--data", str(path), "--json"])
+    assert json.loads(as_json.output)["warnings"][-1] == "the items look like omniagent items"
+
+
+def test_eval_plan_notes_the_wrong_format_warning(bench_data: Path, tmp_path: Path) -> None:
+    from omnilab.bench.runner import new_config, plan_run
+
+    config = new_config(
+        "omnigaia",
+        bench_data / "omniagent_eval.jsonl",
+        agent="tir",
+        model="scripted:x",
+        scorer="answer_set",
+    )
+    plan = plan_run(config, tmp_path / "run")
+    assert "warning: the items look like omniagent items" in plan.notes

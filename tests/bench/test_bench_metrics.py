@@ -292,3 +292,115 @@ def test_result_for_task_copies_what_grouping_needs() -> None:
         "none",
     )
     assert made.judged is None and made.em is None  # not scored yet, not failed
+
+
+def omniagent_result(
+    task_id: str, qtype: str, value: float, *, correct: bool | None = None, failed: bool = False
+) -> TaskResult:
+    base, _, sub = qtype.partition("_")
+    attributes = {"question_type": base} | ({"question_subtype": sub} if sub else {})
+    score = None
+    if not failed:
+        score = Score(
+            scorer=base.lower(), value=value, correct=value >= 0.5 if correct is None else correct
+        )
+    return TaskResult(
+        task_id=task_id,
+        dataset="omniagent",
+        prediction="" if failed else "x",
+        score=score,
+        error="timeout" if failed else None,
+        metadata=TaskMetadata(task_type=base, attributes=attributes),
+        modalities="video",
+    )
+
+
+@pytest.fixture()
+def omniagent_run() -> list[TaskResult]:
+    return [
+        omniagent_result("m1", "MCQ_LongVR-Short", 1.0),
+        omniagent_result("m2", "MCQ_Holmes", 0.0),
+        omniagent_result("t1", "TR_LongVALE-Short", 0.9),
+        omniagent_result("t2", "TR_MultiHop", 0.3),
+        omniagent_result("t3", "TR_MultiHop", 0.0, failed=True),
+        omniagent_result("s1", "SIZE_VSI", 0.8),
+        omniagent_result("s2", "SIZE_VSI", 0.4),
+    ]
+
+
+def test_omniagent_figures_are_accuracy_iou_and_mra(omniagent_run: list[TaskResult]) -> None:
+    summary = summarize(omniagent_run, resamples=200)
+    assert summary.dataset == "omniagent"
+    figures = {f.name: f for f in summary.figures}
+    assert list(figures) == ["MCQ accuracy", "mean IoU (TR)", "mean MRA (SIZE)"]
+    assert figures["MCQ accuracy"].value == pytest.approx(0.5)
+    # The failed TR run counts as IoU 0: (0.9 + 0.3 + 0) / 3.
+    assert (figures["mean IoU (TR)"].value, figures["mean IoU (TR)"].n) == (pytest.approx(0.4), 3)
+    assert figures["mean MRA (SIZE)"].value == pytest.approx(0.6)
+    interval = figures["mean IoU (TR)"].interval
+    assert interval is not None and interval.low <= 0.4 <= interval.high
+    by_type = summary.groups["question_type"]
+    assert list(by_type) == ["MCQ", "TR", "SIZE"]
+    assert (by_type["TR"].value, by_type["TR"].mean_score) == (
+        pytest.approx(1 / 3),
+        pytest.approx(0.4),
+    )
+    assert summary.groups["question_subtype"]["MultiHop"].total == 2
+
+
+def test_other_benchmarks_headline_pass_at_1(run_a: list[TaskResult]) -> None:
+    (figure,) = summarize(run_a, resamples=200).figures
+    assert (figure.name, figure.n, figure.value) == ("Pass@1", 7, pytest.approx(4 / 7))
+
+
+def _metrics_output(tmp_path: Path, results: list[TaskResult], *args: str) -> str:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    folder = tmp_path / "run"
+    write_results(folder / "results.jsonl", results)
+    out = CliRunner().invoke(app, ["metrics", str(folder), *args])
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def test_metrics_command_shows_native_figures(
+    tmp_path: Path, omniagent_run: list[TaskResult]
+) -> None:
+    text = _metrics_output(tmp_path, omniagent_run)
+    for expected in (
+        "mean IoU (TR)",
+        "40.0",
+        "mean MRA (SIZE)",
+        "60.0",
+        "by question_type",
+        "by question_subtype",
+        "mean score",
+        "MultiHop",
+    ):
+        assert expected in text
+    # OmniAgent items have no Level or category: no table of "(none)" rows.
+    assert "by level" not in text and "(none)" not in text
+
+
+def test_metrics_hides_groupings_no_task_has(tmp_path: Path) -> None:
+    results = [result("1", judged=True, category="Art"), result("2", judged=False, category="Art")]
+    text = _metrics_output(tmp_path, results)
+    assert "by category" in text and "by level" not in text
+    assert "no task has a level; not tabled" in text
+
+
+def test_metrics_for_deepsearch_groups_by_modality_and_audio_type(tmp_path: Path) -> None:
+    results = [
+        result("1", judged=True).model_copy(
+            update={
+                "dataset": "omni-deepsearch",
+                "metadata": TaskMetadata(
+                    attributes={"retrieval_modality": "image", "audio_type": "music"}
+                ),
+            }
+        )
+    ]
+    text = _metrics_output(tmp_path, results)
+    assert "by retrieval_modality" in text and "by audio_type" in text and "music" in text

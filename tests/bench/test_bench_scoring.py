@@ -340,3 +340,57 @@ def test_majority_judges_come_from_settings(
     assert [j.name for j in judges] == names
     score = run(MajorityVote(judges).score(task("Inception"), "<answer>Inception</answer>"))
     assert score.correct is True and score.details["votes_correct"] == 2.0
+
+
+def test_agent_and_scorer_read_the_same_answer(make_model: MakeModel) -> None:
+    """One extractor: what the agent records as its answer is what every scorer reads."""
+    from omnilab.agents.answer import final_answer
+
+    judge = make_model([])  # any judge call would fail: exact match must decide
+    upper = "Thinking done. <ANSWER>Paris</ANSWER>"
+    assert final_answer(upper) == ("Paris", "tag")
+    assert extract_answer(upper) == "Paris"
+    paris = task("Paris", question="Capital of France?")
+    gaia = run(OmniGaiaScorer(judge).score(paris, upper))
+    assert (gaia.correct, gaia.exact_match, gaia.extracted) == (True, True, "Paris")
+    assert run(AnswerSetMatch().score(paris, upper)).correct is True
+    # A tag cut off by the token limit: the agent records "B", and so does the MCQ scorer.
+    cut = "The host wears green, so <answer>B"
+    assert final_answer(cut) == ("B", "unclosed_tag")
+    mcq = task("B", options={"A": "red", "B": "green"})
+    assert run(MultipleChoice().score(mcq, cut)).extracted == "B"
+    # Numbers after the answer do not leak into it.
+    number = run(NumericMatch().score(task("7"), "<Answer>7</Answer> (checked 3 times)"))
+    assert (number.correct, number.extracted) == (True, "7")
+
+
+def test_size_answers_keep_their_units() -> None:
+    room = task("26.4", question="What is the size of this room (in square meters)?")
+    # The old reader took the exponent of m^2 for the answer (2 -> MRA 0).
+    assert run(MeanRelativeAccuracy().score(room, "<answer>26.4 m^2</answer>")).value == 1.0
+    assert run(MeanRelativeAccuracy().score(room, "26,4 m²")).value == 1.0
+    length = task("1.5", question="How long is the sofa (in meters)?")
+    cm = run(MeanRelativeAccuracy().score(length, "<answer>150 cm</answer>"))
+    assert (cm.value, cm.extracted, cm.details["unit"]) == (1.0, "1.5", "m")
+    # A unit attribute from the dataset wins over the question's wording.
+    stated = task("150", question="How long is the sofa?", attributes={"unit": "cm"})
+    assert run(MeanRelativeAccuracy().score(stated, "1.5 m")).value == 1.0
+    count = task("10", question="How many chair(s) are in this room?")
+    assert run(MeanRelativeAccuracy().score(count, "ten")).value == 1.0
+
+
+def test_omniagent_variants_are_scored_by_their_base_type(bench_data: Path) -> None:
+    from omnilab.bench import load_dataset
+
+    tasks = load_dataset("omniagent", bench_data / "omniagent_rl.jsonl").tasks
+    predictions = [
+        "<answer>B</answer>",  # MCQ_LongVR-Short: letter match
+        "I think it is (C).",  # MCQ_Holmes: wrong letter
+        "<answer>[[72.405, 79.923]]</answer>",  # TR_LongVALE-Short: IoU ~ 1
+        "From 1:41 to 1:51",  # TR_MultiHop: [101, 111] of [[101,111],[178,179]] -> 10/11
+        "about 39.5 m^2",  # SIZE_VSI: MRA 1
+    ]
+    scores = [run(OmniAgentScorer().score(t, p)) for t, p in zip(tasks, predictions, strict=True)]
+    assert [s.scorer for s in scores] == ["mcq", "mcq", "temporal_iou", "temporal_iou", "mra"]
+    assert [s.value for s in scores] == pytest.approx([1.0, 0.0, 1.0, 10 / 11, 1.0], abs=1e-4)
+    assert [s.correct for s in scores] == [True, False, True, True, True]

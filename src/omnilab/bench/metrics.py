@@ -2,9 +2,14 @@
 
 Pass@1 is the share of tasks judged correct. A task whose verdict could not be decided (a judge
 error) is left out of the denominator and counted in ``undecided``; a task whose run failed is
-wrong. Groupings follow the papers: OmniGAIA by ``level`` and ``category``, Omni-DeepSearch by
-``retrieval_modality`` and ``audio_type``, OmniAgent by ``question_type``; every benchmark also by
+wrong. Groupings follow the papers (:data:`NATIVE_GROUPS`): OmniGAIA by ``level`` and
+``category``, Omni-DeepSearch by ``retrieval_modality`` and ``audio_type``, OmniAgent by
+``question_type`` (and the dataset suffix, ``question_subtype``); every benchmark also by
 ``modalities`` (input combination) and ``required_tools`` (the combination the task needs).
+
+Each benchmark's headline figures are :func:`native_figures`: Pass@1 for OmniGAIA and
+Omni-DeepSearch; for OmniAgent, per question type, accuracy (MCQ, NUM, FF), mean temporal IoU
+(TR) and mean MRA (SIZE), as its paper reports them (§4, "MCQ accuracy, Temporal IoU, MRA").
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from omnilab.bench.figures import NATIVE_GROUPS, Figure, native_figures, native_groups
 from omnilab.bench.results import TaskResult
 from omnilab.bench.samples import SampleStats, sample_stats
 from omnilab.bench.stats import Interval, McNemarResult, bootstrap_ci, mcnemar_test
 
 __all__ = [
     "DEFAULT_GROUPS",
+    "NATIVE_GROUPS",
+    "Figure",
     "Measure",
     "Rate",
     "RunSummary",
@@ -33,6 +41,8 @@ __all__ = [
     "accuracy_ci",
     "compare_runs",
     "group_key",
+    "native_figures",
+    "native_groups",
     "non_empty_rate",
     "pass_at_1",
     "summarize",
@@ -230,6 +240,10 @@ class RunSummary(BaseModel):
     """Everything the papers report about a run, plus confidence intervals."""
 
     tasks: int
+    dataset: str | None = None
+    """The results' dataset (the most common one, if they mix)."""
+    figures: list[Figure] = Field(default_factory=list)
+    """The benchmark's headline figures (:func:`native_figures`)."""
     pass_at_1: Rate
     em: Rate
     pass_at_1_ci: Interval | None
@@ -255,15 +269,23 @@ def summarize(
     resamples: int = 10_000,
     seed: int = 0,
 ) -> RunSummary:
-    """The full report of one run; ``groups`` names the groupings (metadata keys)."""
+    """The full report of one run; ``groups`` names the groupings (metadata keys), to which
+    the dataset's :func:`native_groups` are added."""
 
     def interval(measure: Measure) -> Interval | None:
         return accuracy_ci(
             results, measure=measure, confidence=confidence, resamples=resamples, seed=seed
         )
 
+    datasets = Counter(r.dataset for r in results if r.dataset)
+    dataset = datasets.most_common(1)[0][0] if datasets else None
+    groups = tuple(dict.fromkeys([*groups, *native_groups(dataset)]))
     return RunSummary(
         tasks=len(results),
+        dataset=dataset,
+        figures=native_figures(
+            results, dataset, confidence=confidence, resamples=resamples, seed=seed
+        ),
         pass_at_1=accuracy(results),
         em=accuracy(results, measure="em"),
         pass_at_1_ci=interval("judged"),

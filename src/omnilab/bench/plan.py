@@ -48,7 +48,7 @@ class RunPlan(BaseModel):
 
 
 def plan_run(
-    config: RunConfig, run_dir: Path, *, resume: bool = False, retry_failed: bool = False
+    config: RunConfig, run_dir: str | Path, *, resume: bool = False, retry_failed: bool = False
 ) -> RunPlan:
     """Load the dataset, select the tasks, and check the folder against ``config``.
 
@@ -87,6 +87,7 @@ def plan_run(
     elif resume and run.path.exists() and any(run.path.iterdir()):
         raise BenchError(f"{run.path} is not a run folder (no run.json); cannot resume it")
     loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")

@@ -46,7 +46,7 @@ class Source(BaseModel):
     scores: str | None = None
 
 
-def open_source(path: Path, scores: str | None = None) -> Source:
+def open_source(path: str | Path, scores: str | None = None) -> Source:
     """The results at ``path``: a run folder (with ``scores``, one of its re-scorings) or a
     results file. Raises :class:`BenchError` for anything else."""
     path = Path(path)

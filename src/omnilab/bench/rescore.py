@@ -166,7 +166,7 @@ def _free_name(run: RunDir, base: str) -> str:
 
 
 async def rescore_run(
-    run: RunDir,
+    run: RunDir | str | Path,
     *,
     scorer_name: str,
     judges: Sequence[str],
@@ -182,6 +182,7 @@ async def rescore_run(
     a :class:`BenchError` (scores are never overwritten). ``data`` replaces the dataset path
     stored in ``run.json`` (the answers are read from it).
     """
+    run = run if isinstance(run, RunDir) else RunDir(run)
     config = run.read_config()
     results = run.results()
     if not results:

@@ -110,24 +110,27 @@ class TaskResult(BaseModel):
         return self.prediction.strip()
 
 
-def append_result(path: Path, result: TaskResult) -> None:
+def append_result(path: str | Path, result: TaskResult) -> None:
     """Append one record to a JSON Lines file (created with its folders if needed)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(result.model_dump_json() + "\n")
 
 
-def write_results(path: Path, results: Iterable[TaskResult]) -> None:
+def write_results(path: str | Path, results: Iterable[TaskResult]) -> None:
     """Write records to a JSON Lines file, replacing it."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for result in results:
             f.write(result.model_dump_json() + "\n")
 
 
-def read_results(path: Path) -> list[TaskResult]:
+def read_results(path: str | Path) -> list[TaskResult]:
     """The records of a results file. A cut-off last line (a crash mid-write) is skipped; any
     other bad line is a :class:`BenchError`."""
+    path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:

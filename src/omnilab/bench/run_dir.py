@@ -250,7 +250,7 @@ def _short(value: object) -> str:
 class RunDir:
     """Paths inside one run folder, and reading what a run wrote."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     def __repr__(self) -> str:
@@ -337,7 +337,7 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def load_results(path: Path) -> list[TaskResult]:
+def load_results(path: str | Path) -> list[TaskResult]:
     """The results of a JSON Lines file, one per task id and sample: where one repeats (a file
     written by hand or merged), the last record wins, in the position of the first."""
     by_key: dict[tuple[str, int], TaskResult] = {}

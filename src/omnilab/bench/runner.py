@@ -330,7 +330,7 @@ def _same(executor: TaskExecutor) -> TaskExecutor:
 
 async def evaluate(
     config: RunConfig,
-    run_dir: Path,
+    run_dir: str | Path,
     *,
     resume: bool = False,
     retry_failed: bool = False,

@@ -9,7 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from omnilab.bench.analysis import ERROR_CATEGORIES, ErrorAnalysis
-from omnilab.bench.metrics import Rate, RunSummary
+from omnilab.bench.metrics import NO_GROUP, Rate, RunSummary, native_groups
 from omnilab.bench.progress import format_tokens
 from omnilab.bench.reports import Comparison
 from omnilab.bench.stats import Interval
@@ -27,6 +27,17 @@ def _ci(interval: Interval | None) -> str:
     return f"[{interval.low * 100:.1f}, {interval.high * 100:.1f}]"
 
 
+def _shown(groups: dict[str, dict[str, Rate]], names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The groupings worth a table, and those hidden because no task has a value for them."""
+    shown: list[str] = []
+    hidden: list[str] = []
+    for name in names:
+        if name not in groups:
+            continue
+        (shown if set(groups[name]) != {NO_GROUP} else hidden).append(name)
+    return shown, hidden
+
+
 def _table(title: str) -> Table:
     return Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
 
@@ -36,6 +47,11 @@ def _overview(summary: RunSummary, label: str) -> Table:
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_column("detail")
+    if summary.dataset == "omniagent":
+        # OmniAgent's own figures first: accuracy, mean IoU and mean MRA per question type.
+        for figure in summary.figures:
+            value = "-" if figure.value is None else f"{figure.value * 100:.1f}"
+            table.add_row(figure.name, value, f"n={figure.n} {_ci(figure.interval)}".rstrip())
     p1, em = summary.pass_at_1, summary.em
     table.add_row(
         "Pass@1 (judged)",
@@ -68,19 +84,32 @@ def _overview(summary: RunSummary, label: str) -> Table:
     return table
 
 
+def _continuous(rates: dict[str, Rate]) -> bool:
+    """Whether some group's mean score differs from its share correct (IoU, MRA)."""
+    return any(
+        r.mean_score is not None and r.value is not None and abs(r.mean_score - r.value) > 1e-9
+        for r in rates.values()
+    )
+
+
 def _group_table(name: str, judged: dict[str, Rate], em: dict[str, Rate]) -> Table:
     table = _table(f"by {name}")
     table.add_column(name)
     table.add_column("n", justify="right")
     table.add_column("Pass@1", justify="right")
+    scores = _continuous(judged)
+    if scores:
+        table.add_column("mean score", justify="right")
     table.add_column("EM", justify="right")
     table.add_column("undecided", justify="right")
     for group, rate in judged.items():
         em_rate = em.get(group)
+        mean = "-" if rate.mean_score is None else f"{rate.mean_score * 100:.1f}"
         table.add_row(
             group,
             str(rate.total + rate.undecided),
             _pct(rate),
+            *([mean] if scores else []),
             _pct(em_rate) if em_rate is not None else "-",
             str(rate.undecided) if rate.undecided else "",
         )
@@ -88,14 +117,18 @@ def _group_table(name: str, judged: dict[str, Rate], em: dict[str, Rate]) -> Tab
 
 
 def summary_tables(
-    summary: RunSummary, *, label: str, groups: Sequence[str] = ("level", "category")
+    summary: RunSummary, *, label: str, groups: Sequence[str] | None = None
 ) -> list[RenderableType]:
-    """The overview (Pass@1 with its interval, EM, failures, tokens, cost, time) and one table
-    per grouping present in the summary."""
+    """The overview (the benchmark's own figures, Pass@1 with its interval, EM, failures,
+    tokens, cost, time) and one table per grouping present in the summary (default: those the
+    benchmark's paper reports). A grouping no task has a value for is named, not tabled."""
     out: list[RenderableType] = [_overview(summary, label)]
-    for name in groups:
-        if name in summary.groups:
-            out.append(_group_table(name, summary.groups[name], summary.em_groups.get(name, {})))
+    names = native_groups(summary.dataset) if groups is None else groups
+    shown, hidden = _shown(summary.groups, names)
+    for name in shown:
+        out.append(_group_table(name, summary.groups[name], summary.em_groups.get(name, {})))
+    if hidden:
+        out.append(f"no task has a {' or '.join(hidden)}; not tabled")
     return out
 
 
@@ -115,6 +148,8 @@ def comparison_tables(comparison: Comparison, *, groups: Sequence[str]) -> list[
     out: list[RenderableType] = [overall]
     for name in groups:
         ga, gb = a.groups.get(name, {}), b.groups.get(name, {})
+        if set(ga) | set(gb) <= {NO_GROUP}:
+            continue  # no task of either run has a value for it
         table = _table(f"Pass@1 by {name}")
         table.add_column(name)
         table.add_column(la, justify="right")

@@ -60,6 +60,7 @@ def _check_json(loaded: DatasetLoad) -> str:
                 for task_id, files in loaded.missing_media.items()
             },
             "notes": loaded.notes,
+            "warnings": loaded.warnings,
         },
         indent=2,
         ensure_ascii=False,
@@ -107,6 +108,8 @@ def check(
         console.print(table)
     for note in loaded.notes:
         console.print(f"note: {note}")
+    if loaded.warnings:
+        console.print(f"[bold yellow]warning:[/] {'; '.join(loaded.warnings)}")
 
 
 def _task_json(task: Task) -> str:

@@ -435,13 +435,27 @@ def score(
 
 
 def metrics(
-    run: RunArg, scores: ScoresOpt = None, by: ByOpt = "level,category", json_out: JsonOpt = False
+    run: RunArg,
+    scores: ScoresOpt = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="Groupings to show, comma-separated (default: the benchmark's own: Level and "
+            "category for OmniGAIA, question type for OmniAgent, retrieval modality and audio "
+            "type for Omni-DeepSearch).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Metrics of a run (Pass@1 with its interval, EM, groups, tokens, cost, time); writes
+    """Metrics of a run: the benchmark's own figures (Pass@1; for OmniAgent, accuracy, mean IoU
+    and MRA per question type) with intervals, EM, groups, tokens, cost, time; writes
     metrics.json (or scores/NAME.metrics.json)."""
     source = open_source(run, scores)
-    groups = _split([by])
-    summary = source_metrics(source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *groups])))
+    groups = _split([by]) if by is not None else None
+    summary = source_metrics(
+        source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *(groups or [])]))
+    )
     if json_out:
         typer.echo(summary.model_dump_json(indent=2))
         return

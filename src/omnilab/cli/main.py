@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "metrics": ("omnilab.cli.eval:metrics", "Metrics of a run (Pass@1, EM, groups, cost)."),
     "compare": ("omnilab.cli.eval:compare", "Two runs side by side, with McNemar's test."),
     "analyze": ("omnilab.cli.eval:analyze", "Label failed tasks with OmniGAIA's error types."),
+    "leaderboard": ("omnilab.cli.leaderboard:leaderboard", "Models x benchmarks, with 95% CIs."),
     "trace": ("omnilab.cli.trace:trace", "Print a saved trajectory step by step."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),

@@ -103,4 +103,26 @@ def load_dataset(
     """
     adapter = get_dataset(name)
     root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
-    return adapter.load(Path(path), media_root=Path(root) if root is not None else None)
+    loaded = adapter.load(Path(path), media_root=Path(root) if root is not None else None)
+    if loaded.warnings:
+        fits = _formats_that_fit([t.original for t in loaded.tasks], besides=name)
+        if fits:
+            loaded.warnings.append(f"the items look like {' or '.join(fits)} items")
+    return loaded
+
+
+def _formats_that_fit(records: list[dict[str, object]], *, besides: str) -> list[str]:
+    """Registered formats (with expected fields) whose fields the records do carry."""
+    fits = []
+    for other in dataset_names():
+        if other == besides:
+            continue
+        try:
+            adapter = get_dataset(other)
+        except UnknownDatasetError:
+            continue  # a plugin that does not load is no suggestion
+        expected = getattr(adapter, "expected_fields", ())
+        lacking = getattr(adapter, "lacking", None)
+        if expected and records and callable(lacking) and not lacking(records):
+            fits.append(other)
+    return fits

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,8 @@ class DatasetLoad(BaseModel):
     """Task id -> input files not found on disk. Such tasks are still loaded."""
     notes: list[str] = Field(default_factory=list)
     """Things changed while loading (e.g. a repeated id made unique)."""
+    warnings: list[str] = Field(default_factory=list)
+    """Signs that the file may not be in this adapter's format (fields most items lack)."""
 
     @property
     def skip_counts(self) -> dict[str, int]:
@@ -232,6 +234,19 @@ class RecordAdapter:
     convert: Converter
     id_keys: tuple[str, ...] = ("id",)
     """Record keys tried, in order, for the id shown on skipped items."""
+    expected_fields: tuple[tuple[str, ...], ...] = ()
+    """Fields every item of this format carries, each as alternative spellings (any one will
+    do). When most items lack one, the file is probably in another format: :meth:`load` says so
+    in :attr:`DatasetLoad.warnings` rather than silently loading, e.g., questions without media."""
+
+    def lacking(self, records: Sequence[dict[str, Any]]) -> dict[str, int]:
+        """Expected fields that more than half of ``records`` lack, with how many lack each."""
+        out: dict[str, int] = {}
+        for names in self.expected_fields:
+            absent = sum(1 for r in records if all(r.get(n) in (None, "", []) for n in names))
+            if 2 * absent > len(records):
+                out[" or ".join(names)] = absent
+        return out
 
     def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad:
         """Read ``path``; relative media paths resolve against ``media_root`` (default: its folder)."""
@@ -239,7 +254,14 @@ class RecordAdapter:
         root = Path(media_root).expanduser() if media_root is not None else path.parent
         result = DatasetLoad(dataset=self.name, path=path, media_root=root)
         seen: Counter[str] = Counter()
-        for index, record in read_records(path, dataset=self.name):
+        records = read_records(path, dataset=self.name)
+        objects = [r for _, r in records if isinstance(r, dict)]
+        for field, absent in self.lacking(objects).items():
+            result.warnings.append(
+                f"{absent} of {len(objects)} items have no {field}, which {self.name} items "
+                "carry; is the file in another format?"
+            )
+        for index, record in records:
             if not isinstance(record, dict):
                 kind = type(record).__name__
                 result.skipped.append(

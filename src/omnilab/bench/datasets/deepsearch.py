@@ -128,4 +128,5 @@ ADAPTER = RecordAdapter(
     name="omni-deepsearch",
     description="Omni-DeepSearch (audio clips + question; by retrieval modality and audio type)",
     convert=convert,
+    expected_fields=(_AUDIO_KEYS,),
 )

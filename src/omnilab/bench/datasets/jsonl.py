@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnilab.bench._parse import parse_options, parse_spans
+from omnilab.bench._parse import parse_options
 from omnilab.bench.datasets._common import (
     ItemContext,
     RecordAdapter,
@@ -22,6 +22,7 @@ from omnilab.bench.datasets._common import (
     tool_names,
 )
 from omnilab.bench.datasets.mcq import collect_files
+from omnilab.bench.scoring.spans import parse_spans
 from omnilab.bench.task import Task, TaskMetadata
 
 __all__ = ["ADAPTER", "convert"]

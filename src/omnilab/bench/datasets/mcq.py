@@ -85,4 +85,5 @@ ADAPTER = RecordAdapter(
     name="mcq",
     description="multiple choice over any media (Agent-Omni style: question, options, letter)",
     convert=convert,
+    expected_fields=(("options", "choices"),),
 )

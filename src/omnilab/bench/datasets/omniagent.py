@@ -1,17 +1,28 @@
 """``omniagent``: OmniAgent-style video questions, JSON Lines (or a JSON array).
 
-Each item has ``video, question_type, question, options, answer`` (and optionally ``id``,
-``duration``). ``question_type`` is ``MCQ`` (answer: a letter), ``TR`` (temporal grounding;
-answer: ``[[start, end], ...]`` in seconds), ``NUM`` (a number), ``SIZE`` (a number scored by
-MRA) or ``FF`` (free-form text), as in the OmniAgent instruction template (Appendix B.5).
-An MCQ answer given as the option text is mapped to its letter; the text becomes an alias.
+Two shapes of the OmniAgent release (HarryHsing/OmniAgent, README "Data Preparation") are read:
+
+* evaluation files: ``video, question_type, question, options, answer`` and an optional
+  ``domain`` (kept as the category), ``id`` and ``duration``;
+* RL training files: the same plus ``fps``, ``duration_seconds``, ``has_audio``,
+  ``data_source``, ``ability`` and ``extra_info``, with the question type carrying a dataset
+  suffix (``MCQ_LongVR-Short``, ``MCQ_Holmes``, ``TR_LongVALE-Short``, ``TR_MultiHop``,
+  ``SIZE_VSI``).
+
+The base type is what OmniAgent's own code takes, ``question_type.split("_", 1)[0].upper()``:
+``MCQ`` (answer: a letter), ``TR`` (temporal grounding; answer: ``[[start, end], ...]`` in
+seconds, as a list or its JSON text), ``NUM`` (a number), ``SIZE`` (a number scored by MRA) or
+``FF`` (free-form text), as in the instruction template (Appendix B.5). The base type becomes
+``task_type`` and the ``question_type`` attribute; the suffix is kept as ``question_subtype``.
+An MCQ answer given as the option text is mapped to its letter; the text becomes an alias. A
+SIZE question's unit ("(in square meters)") is kept as the ``unit`` attribute.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from omnilab.bench._parse import option_prefix, parse_number, parse_options, parse_spans
+from omnilab.bench._parse import option_prefix, parse_options
 from omnilab.bench.datasets._common import (
     ItemContext,
     RecordAdapter,
@@ -21,6 +32,10 @@ from omnilab.bench.datasets._common import (
     media_file,
     require_question,
 )
+from omnilab.bench.scoring.numbers import extract_number
+from omnilab.bench.scoring.rules import base_question_type
+from omnilab.bench.scoring.spans import parse_spans
+from omnilab.bench.scoring.units import expected_unit
 from omnilab.bench.task import AnswerSet, Task, TaskMetadata
 
 __all__ = ["ADAPTER", "QUESTION_TYPES", "convert", "mcq_answers"]
@@ -55,7 +70,9 @@ def mcq_answers(answer: object, options: dict[str, str] | None) -> AnswerSet:
 def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
     """One OmniAgent item as a :class:`Task`."""
     question = require_question(record, "question")
-    qtype = (as_text(record.get("question_type")) or "FF").upper()
+    raw_type = as_text(record.get("question_type")) or "FF"
+    qtype = base_question_type(raw_type)
+    subtype = raw_type.split("_", 1)[1].strip() if "_" in raw_type else ""
     options = parse_options(record.get("options"))
     answer = record.get("answer")
     spans = None
@@ -67,7 +84,7 @@ def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
             raise SkipItem("bad spans", f"TR answer {answer!r} is not [[start, end], ...]")
         answers = AnswerSet(label=str([list(s) for s in spans]))
     elif qtype in ("NUM", "SIZE"):
-        if parse_number(answer) is None:
+        if extract_number(answer) is None:
             raise SkipItem("bad number", f"{qtype} answer {answer!r} holds no number")
         answers = answer_set(answer)
     else:
@@ -75,11 +92,21 @@ def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
     video = as_text(record.get("video")) or as_text(record.get("video_path"))
     files = (media_file(ctx, video, kind="video", file_id="video"),) if video else ()
     attributes = {"question_type": qtype}
-    duration = as_text(record.get("duration"))
-    if duration is not None:
-        attributes["duration"] = duration
+    if subtype:
+        attributes["question_subtype"] = subtype
+    for key, names in (
+        ("duration", ("duration", "duration_seconds")),
+        ("fps", ("fps",)),
+        ("has_audio", ("has_audio",)),
+    ):
+        value = next((t for n in names if (t := as_text(record.get(n))) is not None), None)
+        if value is not None:
+            attributes[key] = value
+    unit = expected_unit(question) if qtype in ("NUM", "SIZE") else None
+    if unit is not None:
+        attributes["unit"] = unit
     metadata = TaskMetadata(
-        category=as_text(record.get("category")),
+        category=as_text(record.get("category")) or as_text(record.get("domain")),
         task_type=qtype,
         options=options if qtype == "MCQ" else None,
         spans=spans,
@@ -98,6 +125,7 @@ def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
 
 ADAPTER = RecordAdapter(
     name="omniagent",
-    description="OmniAgent video questions, JSONL (MCQ, TR, NUM, SIZE, FF)",
+    description="OmniAgent video questions, JSONL (MCQ, TR, NUM, SIZE, FF and their variants)",
     convert=convert,
+    expected_fields=(("video", "video_path"), ("question_type",)),
 )

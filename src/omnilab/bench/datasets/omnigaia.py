@@ -75,4 +75,5 @@ ADAPTER = RecordAdapter(
     name="omnigaia",
     description="OmniGAIA test_metadata.json (video/audio/image questions, Levels, categories)",
     convert=convert,
+    expected_fields=(("omni_modal_input",),),
 )

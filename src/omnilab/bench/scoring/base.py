@@ -2,16 +2,17 @@
 
 Extraction and normalisation follow the OmniGAIA reference evaluation (``eval_results.py``):
 the answer is the *last* ``<answer>...</answer>`` span; two answers match when they are equal
-after lower-casing and collapsing whitespace.
+after lower-casing and collapsing whitespace. The extraction is the agents' own
+(:mod:`omnilab.agents.answer`), so an answer an agent recorded is the answer a scorer reads.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from omnilab.agents.answer import extract_answer, final_answer
 from omnilab.bench.task import Task
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Score",
     "Scorer",
     "Verdict",
+    "answer_body",
     "extract_answer",
     "last_words",
     "matches_any",
@@ -26,8 +28,6 @@ __all__ = [
 ]
 
 Verdict = Literal["correct", "incorrect"]
-
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
 class JudgeCall(BaseModel):
@@ -72,10 +72,12 @@ class Scorer(Protocol):
         ...
 
 
-def extract_answer(text: str) -> str | None:
-    """The content of the last ``<answer>...</answer>`` span, stripped; ``None`` if there is none."""
-    found = _ANSWER.findall(text)
-    return found[-1].strip() if found else None
+def answer_body(prediction: str) -> str:
+    """What rule-based scorers read: the answer an agent would record for this final message
+    (:func:`~omnilab.agents.answer.final_answer`: the last ``<answer>`` span in any case, else
+    the text after an unclosed ``<answer>``, else the whole message)."""
+    answer, _ = final_answer(prediction)
+    return answer or ""
 
 
 def normalize_answer(text: str) -> str:

@@ -11,7 +11,7 @@ import re
 import string
 
 from omnilab.bench._parse import option_prefix
-from omnilab.bench.scoring.base import Score, extract_answer, normalize_answer
+from omnilab.bench.scoring.base import Score, answer_body, normalize_answer
 from omnilab.bench.task import Task
 
 __all__ = ["MultipleChoice", "extract_choice"]
@@ -29,14 +29,13 @@ _LONE_CAPITAL = re.compile(r"(?<![A-Za-z'])([A-Z])(?![A-Za-z'])")
 def extract_choice(text: str, options: dict[str, str] | None = None) -> str | None:
     """The option letter a reply picks (upper case), or ``None`` when unclear.
 
-    The ``<answer>`` span is read when present. Letters outside ``options`` (default A-Z) never
+    The ``<answer>`` span is read when present (:func:`~.base.answer_body`). Letters outside ``options`` (default A-Z) never
     count. Tried in order: the whole reply is a letter; "answer is/: X"; a single distinct
     "(X)"; a leading "X." / "X)"; the reply equals one option's text; a single distinct
     stand-alone capital letter.
     """
     allowed = set(options) if options else set(string.ascii_uppercase)
-    body = extract_answer(text)
-    body = text if body is None else body
+    body = answer_body(text)
     core = body.strip(_WRAPPING)
     if len(core) == 1 and core.upper() in allowed:
         return core.upper()

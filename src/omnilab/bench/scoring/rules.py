@@ -1,19 +1,21 @@
 """Rule-based scorers: answer sets with aliases, numbers, temporal IoU, MRA, and OmniAgent's
 per-question-type dispatch (its eq. 2).
 
-Each reads the ``<answer>`` span when the prediction has one, else the whole prediction, except
-:class:`AnswerSetMatch`, which by default needs the span (as the verifiable-answer reward of the
-sandboxed coding-agent paper does).
+Each reads the answer an agent would record (:func:`~.base.answer_body`: the ``<answer>`` span,
+else the whole prediction), except :class:`AnswerSetMatch`, which by default needs the span (as
+the verifiable-answer reward of the sandboxed coding-agent paper does). Numbers are read by
+:mod:`.numbers` and spans by :mod:`.spans`, whose docstrings state the rules.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
-from omnilab.bench._parse import merge_spans, parse_number, parse_spans
-from omnilab.bench.scoring.base import Score, Scorer, extract_answer, matches_any
+from omnilab.bench.scoring.base import Score, Scorer, answer_body, extract_answer, matches_any
 from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.scoring.numbers import extract_number, extract_quantity
+from omnilab.bench.scoring.spans import merge_spans, parse_spans
+from omnilab.bench.scoring.units import convert, expected_unit, unit_of
 from omnilab.bench.task import Span, Task
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "NumericMatch",
     "OmniAgentScorer",
     "TemporalIoU",
+    "base_question_type",
     "label_tolerance",
     "mean_relative_accuracy",
     "temporal_iou",
@@ -31,12 +34,11 @@ __all__ = [
 MRA_THRESHOLDS: tuple[float, ...] = tuple(0.5 + 0.05 * i for i in range(10))
 """Confidence thresholds 0.50, 0.55, ..., 0.95 of Mean Relative Accuracy (OmniAgent eq. 2)."""
 
-_NUMBER_TEXT = re.compile(r"[-+]?\d[\d,]*(?:\.(\d+))?(?:[eE][-+]?\d+)?")
 
-
-def _body(prediction: str) -> str:
-    extracted = extract_answer(prediction)
-    return prediction if extracted is None else extracted
+def base_question_type(value: str | None) -> str:
+    """OmniAgent's base type of a question type: ``MCQ_LongVR-Short`` -> ``MCQ`` (its code's
+    ``split("_", 1)[0].upper()``); no type is free-form (``FF``)."""
+    return (value or "FF").strip().split("_", 1)[0].upper() or "FF"
 
 
 class AnswerSetMatch:
@@ -67,14 +69,15 @@ class AnswerSetMatch:
 def label_tolerance(label: str) -> float:
     """Half a unit of the label's last digit: ``"12.5"`` -> 0.05, ``"790"`` -> 0.5.
 
-    A prediction within it rounds to the label at the label's own precision.
+    A prediction within it rounds to the label at the label's own precision. The label's number
+    is the one :func:`~.numbers.extract_quantity` reads ("2 years, i.e. 2.5" -> 2.5).
     """
-    # The last number, as parse_number reads it ("2 years, i.e. 2.5" -> 2.5).
-    match = next(reversed(list(_NUMBER_TEXT.finditer(label))), None)
-    if match is None or "e" in match.group(0).lower():
+    quantity = extract_quantity(label)
+    if quantity is None:
         return 0.0
-    decimals = len(match.group(1) or "")
-    return 0.5 * 10.0**-decimals
+    if "e" in quantity.text.lower() and any(c.isdigit() for c in quantity.text):
+        return 0.0  # 1e-3: no digit-based precision
+    return 0.5 * 10.0**-quantity.decimals
 
 
 class NumericMatch:
@@ -95,12 +98,12 @@ class NumericMatch:
 
     async def score(self, task: Task, prediction: str) -> Score:
         """Parse both numbers and compare."""
-        gold_text = next((a for a in task.answers.all if parse_number(a) is not None), None)
+        gold_text = next((a for a in task.answers.all if extract_number(a) is not None), None)
         if gold_text is None:
             raise ValueError(f"task {task.id}: answer {task.answers.label!r} holds no number")
-        gold = parse_number(gold_text)
+        gold = extract_number(gold_text)
         assert gold is not None
-        predicted = parse_number(_body(prediction))
+        predicted = extract_number(answer_body(prediction))
         tol = label_tolerance(gold_text) if self.abs_tol is None else self.abs_tol
         tol = max(tol, self.rel_tol * abs(gold))
         correct = predicted is not None and abs(predicted - gold) <= tol + 1e-12 * max(
@@ -153,7 +156,7 @@ class TemporalIoU:
         truth = task.metadata.spans or parse_spans(task.answers.label)
         if not truth:
             raise ValueError(f"task {task.id}: no ground-truth spans")
-        predicted = parse_spans(_body(prediction))
+        predicted = parse_spans(answer_body(prediction))
         iou = temporal_iou(predicted, truth) if predicted else 0.0
         return Score(
             scorer=self.name,
@@ -182,7 +185,11 @@ def mean_relative_accuracy(
 class MeanRelativeAccuracy:
     """Size estimation: the score is MRA over thresholds 0.50..0.95 (OmniAgent eq. 2).
 
-    ``correct`` is ``MRA >= threshold`` (0.5, OmniAgent's data-filter criterion).
+    ``correct`` is ``MRA >= threshold`` (0.5, OmniAgent's data-filter criterion). Units are
+    kept: the unit the task asks for (its ``unit`` attribute, else the question's "(in square
+    meters)", else the label's own unit) is the one a prediction is converted to, so
+    ``"150 cm"`` scores as 1.5 for a question in meters; an unknown or unrelated unit is read
+    as written.
     """
 
     name = "mra"
@@ -192,25 +199,31 @@ class MeanRelativeAccuracy:
 
     async def score(self, task: Task, prediction: str) -> Score:
         """MRA of the predicted number against the label."""
-        truth = parse_number(task.answers.label)
-        if truth is None:
+        label = extract_quantity(task.answers.label)
+        if label is None:
             raise ValueError(f"task {task.id}: answer {task.answers.label!r} holds no number")
-        predicted = parse_number(_body(prediction))
+        asked = task.metadata.attributes.get("unit")
+        unit = (unit_of(asked) if asked else None) or expected_unit(task.question) or label.unit
+        truth = convert(label, unit)
+        quantity = extract_quantity(answer_body(prediction))
+        predicted = None if quantity is None else convert(quantity, unit)
         value = 0.0 if predicted is None else mean_relative_accuracy(predicted, truth)
         return Score(
             scorer=self.name,
             value=value,
             correct=value >= self.threshold,
             extracted=None if predicted is None else f"{predicted:g}",
-            details={"mra": value, "expected": truth},
+            details={"mra": value, "expected": truth, "unit": unit},
         )
 
 
 class OmniAgentScorer:
     """OmniAgent's reward by question type (eq. 2): MCQ and NUM exact, TR by IoU, SIZE by MRA.
 
-    FF (free-form) answers go to ``free_form`` (e.g. an :class:`~.judge.OmniGaiaScorer` with a
-    judge); without one they are matched against the answer set.
+    A type with a dataset suffix (``MCQ_LongVR-Short``, ``TR_MultiHop``, ``SIZE_VSI``) is scored
+    as its base type. FF (free-form) answers go to ``free_form`` (e.g. an
+    :class:`~.judge.OmniGaiaScorer` with a judge); without one they are matched against the
+    answer set.
     """
 
     name = "omniagent"
@@ -226,5 +239,5 @@ class OmniAgentScorer:
 
     async def score(self, task: Task, prediction: str) -> Score:
         """Score with the scorer of the task's question type."""
-        kind = (task.metadata.task_type or "FF").upper()
+        kind = base_question_type(task.metadata.task_type)
         return await self.by_type.get(kind, self.free_form).score(task, prediction)
