@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +32,7 @@ from omnilab.bench.run_dir import RunConfig, RunDir, Selection, load_results
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
 from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
+from omnilab.cli._pairs import parse_pairs
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
 
@@ -73,22 +73,6 @@ def _err() -> Console:
 def _split(values: list[str] | None) -> list[str]:
     """Repeated and comma-separated values as one list: ``--level Easy,Hard --level Medium``."""
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
-
-
-def _pairs(values: list[str] | None, what: str, *, parse_json: bool) -> dict[str, Any]:
-    pairs: dict[str, Any] = {}
-    for item in values or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BenchError(f"{what} {item!r} is not KEY=VALUE")
-        parsed: Any = value
-        if parse_json:
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                parsed = value  # a bare word is a string: -O mode=omniatlas
-        pairs[key.strip()] = parsed
-    return pairs
 
 
 def _pick(given: Any, stored: RunConfig | None, field: str, default: Any) -> Any:
@@ -293,12 +277,12 @@ def eval_(
         model=_pick(model, stored, "model", None) or default_model_name(),
         media_root=_pick(media_root, stored, "media_root", None),
         agent_options=_pick(
-            _pairs(agent_option, "--agent-option", parse_json=True) or None,
+            parse_pairs(agent_option, "--agent-option", parse_json=True) or None,
             stored,
             "agent_options",
             {},
         ),
-        roles=_pick(_pairs(role, "--role", parse_json=False) or None, stored, "roles", {}),
+        roles=_pick(parse_pairs(role, "--role", parse_json=False) or None, stored, "roles", {}),
         tools=_pick(_split([tools]) if tools is not None else None, stored, "tools", None),
         budgets=_budgets(
             stored, max_turns=max_turns, max_tokens=max_tokens, max_seconds=max_seconds
