@@ -1,5 +1,5 @@
-"""``omnilab eval``, ``score``, ``metrics``, ``compare`` and ``analyze``: run a benchmark and read
-runs back.
+"""``omnilab eval``: run a benchmark (``score``, ``metrics``, ``compare`` and ``analyze``, which
+read runs back, are in :mod:`omnilab.cli.runs`).
 
 Each command parses its options, calls one library function of :mod:`omnilab.bench` and renders
 the result with rich; progress goes to stderr, tables and JSON to stdout. User mistakes are
@@ -22,57 +22,18 @@ from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import RunSetupError
 from omnilab.bench.header import RunHeader, render_header
-from omnilab.bench.metrics import DEFAULT_GROUPS
 from omnilab.bench.progress import RichProgress
-from omnilab.bench.reports import analyze_run, compare_sources, open_source, source_metrics
-from omnilab.bench.rescore import SCORER_NAMES, rescore_run, resolve_judges
-from omnilab.bench.results import unequal_failures
-from omnilab.bench.roles import role_model
-from omnilab.bench.run_dir import RunConfig, RunDir, Selection, load_results
+from omnilab.bench.rescore import SCORER_NAMES
+from omnilab.bench.run_dir import RunConfig, RunDir, Selection
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
 from omnilab.bench.samples import sample_lines
-from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
+from omnilab.bench.tables import summary_tables
+from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
 
-__all__ = ["analyze", "compare", "eval_", "metrics", "score"]
-
-RunArg = Annotated[
-    Path, typer.Argument(help="A run folder (or a results .jsonl file).", show_default=False)
-]
-ScoresOpt = Annotated[
-    str | None,
-    typer.Option("--scores", help="Read the run's re-scoring scores/NAME.jsonl instead."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-ByOpt = Annotated[
-    str,
-    typer.Option(
-        "--by",
-        help="Groupings to show, comma-separated (level, category, task_type, "
-        "modalities, required_tools, or a metadata attribute).",
-    ),
-]
-DataOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data", help="The dataset file, if it moved since the run (answers are read from it)."
-    ),
-]
-
-
-def _out() -> Console:
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _err() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _split(values: list[str] | None) -> list[str]:
-    """Repeated and comma-separated values as one list: ``--level Easy,Hard --level Medium``."""
-    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+__all__ = ["eval_"]
 
 
 def _pick(given: Any, stored: RunConfig | None, field: str, default: Any) -> Any:
@@ -269,7 +230,7 @@ def eval_(
     if name is None:
         raise BenchError("name the dataset and its file: omnilab eval DATASET --data PATH")
     agent_name = _pick(agent, stored, "agent", "tir")
-    given_judges = _split(judge) or None
+    given_judges = split_values(judge) or None
     config = new_config(
         name,
         data_path,
@@ -283,7 +244,7 @@ def eval_(
             {},
         ),
         roles=_pick(parse_pairs(role, "--role", parse_json=False) or None, stored, "roles", {}),
-        tools=_pick(_split([tools]) if tools is not None else None, stored, "tools", None),
+        tools=_pick(split_values([tools]) if tools is not None else None, stored, "tools", None),
         budgets=_budgets(
             stored, max_turns=max_turns, max_tokens=max_tokens, max_seconds=max_seconds
         ),
@@ -293,9 +254,9 @@ def eval_(
         seed=_pick(seed, stored, "seed", 0),
         selection=_selection(
             stored,
-            levels=_split(level),
-            categories=_split(category),
-            ids=_split(ids),
+            levels=split_values(level),
+            categories=split_values(category),
+            ids=split_values(ids),
             limit=limit,
         ),
         backend=_pick(backend, stored, "backend", "local"),
@@ -303,7 +264,7 @@ def eval_(
         samples=_pick(samples, stored, "samples", 1),
         cache=_pick(cache, stored, "cache", True),
     )
-    err = _err()
+    err = err_console()
     if show_prompt:
         _show_prompt(config)
         return
@@ -324,7 +285,7 @@ def eval_(
             f"omnilab eval --out {run_dir} --resume"
         )
         raise typer.Exit(130) from None
-    _render_outcome(outcome, _out())
+    _render_outcome(outcome, out_console())
     if outcome.ran and outcome.failed == outcome.ran and not outcome.reached_model:
         first = next(r for r in RunDir(run_dir).results() if r.error is not None)
         raise BenchError(
@@ -372,147 +333,3 @@ def _show_prompt(config: RunConfig) -> None:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
     prompt = asyncio.run(first_prompt(build_executor(config), tasks[0]))
     typer.echo(render_prompt(prompt))
-
-
-def score(
-    run: Annotated[Path, typer.Argument(help="The run folder.", show_default=False)],
-    judge: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--judge", help="Judge model; repeat for a majority vote (default: bench.judge_model)."
-        ),
-    ] = None,
-    scorer: Annotated[
-        str | None, typer.Option("--scorer", help="Scorer (default: the run's).")
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option("--name", help="Name of the scores file (default: scorer-judge).")
-    ] = None,
-    data: DataOpt = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
-    json_out: JsonOpt = False,
-) -> None:
-    """Score a run's answers again (another judge or scorer) without running the agent; writes
-    scores/NAME.jsonl, never touching results.jsonl."""
-    folder = RunDir(run)
-    chosen = scorer or folder.read_config().scorer
-    judges = resolve_judges(chosen, _split(judge))
-    outcome = asyncio.run(
-        rescore_run(
-            folder,
-            scorer_name=chosen,
-            judges=judges,
-            name=name,
-            data=data,
-            concurrency=concurrency,
-        )
-    )
-    if json_out:
-        typer.echo(outcome.model_dump_json(indent=2))
-        return
-    console = _out()
-    for renderable in summary_tables(outcome.summary, label=f"{run.name}:{outcome.info.name}"):
-        console.print(renderable)
-    console.print(
-        f"scores {outcome.path}; metrics: omnilab metrics {run} --scores {outcome.info.name}"
-    )
-
-
-def metrics(
-    run: RunArg,
-    scores: ScoresOpt = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            "--by",
-            help="Groupings to show, comma-separated (default: the benchmark's own: Level and "
-            "category for OmniGAIA, question type for OmniAgent, retrieval modality and audio "
-            "type for Omni-DeepSearch).",
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Metrics of a run: the benchmark's own figures (Pass@1; for OmniAgent, accuracy, mean IoU
-    and MRA per question type) with intervals, EM, groups, tokens, cost, time; writes
-    metrics.json (or scores/NAME.metrics.json)."""
-    source = open_source(run, scores)
-    groups = _split([by]) if by is not None else None
-    summary = source_metrics(
-        source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *(groups or [])]))
-    )
-    if json_out:
-        typer.echo(summary.model_dump_json(indent=2))
-        return
-    console = _out()
-    for renderable in summary_tables(summary, label=source.label, groups=groups):
-        console.print(renderable)
-    for line in sample_lines(summary.samples):
-        console.print(line)
-
-
-def compare(
-    a: Annotated[Path, typer.Argument(help="Run folder or results file A.", show_default=False)],
-    b: Annotated[Path, typer.Argument(help="Run folder or results file B.", show_default=False)],
-    by: ByOpt = "level,category",
-    allow_failed: Annotated[
-        bool,
-        typer.Option(
-            "--allow-failed",
-            help="Compare even when one run has failed tasks (timeouts, crashes, missing media) "
-            "that the other answered; the difference is then partly failures, not answers.",
-        ),
-    ] = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks.
-
-    Refuses when one run has failed tasks the other does not (unless --allow-failed, which
-    still prints a warning): a failed run counts as wrong, so the comparison would measure the
-    failures rather than the answers."""
-    groups = tuple(_split([by]))
-    source_a, source_b = open_source(a), open_source(b)
-    unequal = unequal_failures(
-        load_results(source_a.results_file),
-        load_results(source_b.results_file),
-        labels=(source_a.label, source_b.label),
-    )
-    if unequal and not allow_failed:
-        raise BenchError(
-            f"{unequal}; rerun them (omnilab eval --out RUN --resume --retry-failed) or pass "
-            "--allow-failed to compare anyway"
-        )
-    if unequal:
-        _err().print(f"warning: {unequal}", style="bold red", markup=False)
-    comparison = compare_sources(source_a, source_b, groups=groups)
-    if json_out:
-        typer.echo(comparison.model_dump_json(indent=2))
-        return
-    console = _out()
-    for renderable in comparison_tables(comparison, groups=groups):
-        console.print(renderable)
-    if comparison.only_in_a or comparison.only_in_b:
-        console.print(
-            f"not shared: {comparison.only_in_a} tasks only in A, {comparison.only_in_b} only in B"
-        )
-
-
-def analyze(
-    run: RunArg,
-    scores: ScoresOpt = None,
-    analyst: Annotated[
-        str | None, typer.Option("--analyst", help="Analyst model (default: bench.analyst_model).")
-    ] = None,
-    data: DataOpt = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 4,
-    json_out: JsonOpt = False,
-) -> None:
-    """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
-    source = open_source(run, scores)
-    model = role_model("analyst", analyst)
-    analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
-    if json_out:
-        typer.echo(analysis.model_dump_json(indent=2))
-        return
-    console = _out()
-    for renderable in analysis_tables(analysis):
-        console.print(renderable)

@@ -1,0 +1,194 @@
+"""``omnilab score``, ``metrics``, ``compare`` and ``analyze``: read finished runs back.
+
+Each command parses its options, calls one library function of :mod:`omnilab.bench` and renders
+the result with rich; tables and JSON go to stdout. User mistakes are
+:class:`~omnilab.errors.OmnilabError` s, printed by ``omnilab.cli.main`` as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from omnilab.bench.errors import BenchError
+from omnilab.bench.metrics import DEFAULT_GROUPS
+from omnilab.bench.reports import analyze_run, compare_sources, open_source, source_metrics
+from omnilab.bench.rescore import rescore_run, resolve_judges
+from omnilab.bench.results import unequal_failures
+from omnilab.bench.roles import role_model
+from omnilab.bench.run_dir import RunDir, load_results
+from omnilab.bench.samples import sample_lines
+from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
+from omnilab.cli._console import err_console, out_console, split_values
+
+__all__ = ["analyze", "compare", "metrics", "score"]
+
+RunArg = Annotated[
+    Path, typer.Argument(help="A run folder (or a results .jsonl file).", show_default=False)
+]
+ScoresOpt = Annotated[
+    str | None,
+    typer.Option("--scores", help="Read the run's re-scoring scores/NAME.jsonl instead."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ByOpt = Annotated[
+    str,
+    typer.Option(
+        "--by",
+        help="Groupings to show, comma-separated (level, category, task_type, "
+        "modalities, required_tools, or a metadata attribute).",
+    ),
+]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data", help="The dataset file, if it moved since the run (answers are read from it)."
+    ),
+]
+
+
+def score(
+    run: Annotated[Path, typer.Argument(help="The run folder.", show_default=False)],
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge", help="Judge model; repeat for a majority vote (default: bench.judge_model)."
+        ),
+    ] = None,
+    scorer: Annotated[
+        str | None, typer.Option("--scorer", help="Scorer (default: the run's).")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Name of the scores file (default: scorer-judge).")
+    ] = None,
+    data: DataOpt = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
+    json_out: JsonOpt = False,
+) -> None:
+    """Score a run's answers again (another judge or scorer) without running the agent; writes
+    scores/NAME.jsonl, never touching results.jsonl."""
+    folder = RunDir(run)
+    chosen = scorer or folder.read_config().scorer
+    judges = resolve_judges(chosen, split_values(judge))
+    outcome = asyncio.run(
+        rescore_run(
+            folder,
+            scorer_name=chosen,
+            judges=judges,
+            name=name,
+            data=data,
+            concurrency=concurrency,
+        )
+    )
+    if json_out:
+        typer.echo(outcome.model_dump_json(indent=2))
+        return
+    console = out_console()
+    for renderable in summary_tables(outcome.summary, label=f"{run.name}:{outcome.info.name}"):
+        console.print(renderable)
+    console.print(
+        f"scores {outcome.path}; metrics: omnilab metrics {run} --scores {outcome.info.name}"
+    )
+
+
+def metrics(
+    run: RunArg,
+    scores: ScoresOpt = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="Groupings to show, comma-separated (default: the benchmark's own: Level and "
+            "category for OmniGAIA, question type for OmniAgent, retrieval modality and audio "
+            "type for Omni-DeepSearch).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Metrics of a run: the benchmark's own figures (Pass@1; for OmniAgent, accuracy, mean IoU
+    and MRA per question type) with intervals, EM, groups, tokens, cost, time; writes
+    metrics.json (or scores/NAME.metrics.json)."""
+    source = open_source(run, scores)
+    groups = split_values([by]) if by is not None else None
+    summary = source_metrics(
+        source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *(groups or [])]))
+    )
+    if json_out:
+        typer.echo(summary.model_dump_json(indent=2))
+        return
+    console = out_console()
+    for renderable in summary_tables(summary, label=source.label, groups=groups):
+        console.print(renderable)
+    for line in sample_lines(summary.samples):
+        console.print(line)
+
+
+def compare(
+    a: Annotated[Path, typer.Argument(help="Run folder or results file A.", show_default=False)],
+    b: Annotated[Path, typer.Argument(help="Run folder or results file B.", show_default=False)],
+    by: ByOpt = "level,category",
+    allow_failed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failed",
+            help="Compare even when one run has failed tasks (timeouts, crashes, missing media) "
+            "that the other answered; the difference is then partly failures, not answers.",
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Two runs (or a run and its re-scoring) side by side, with McNemar's test on shared tasks.
+
+    Refuses when one run has failed tasks the other does not (unless --allow-failed, which
+    still prints a warning): a failed run counts as wrong, so the comparison would measure the
+    failures rather than the answers."""
+    groups = tuple(split_values([by]))
+    source_a, source_b = open_source(a), open_source(b)
+    unequal = unequal_failures(
+        load_results(source_a.results_file),
+        load_results(source_b.results_file),
+        labels=(source_a.label, source_b.label),
+    )
+    if unequal and not allow_failed:
+        raise BenchError(
+            f"{unequal}; rerun them (omnilab eval --out RUN --resume --retry-failed) or pass "
+            "--allow-failed to compare anyway"
+        )
+    if unequal:
+        err_console().print(f"warning: {unequal}", style="bold red", markup=False)
+    comparison = compare_sources(source_a, source_b, groups=groups)
+    if json_out:
+        typer.echo(comparison.model_dump_json(indent=2))
+        return
+    console = out_console()
+    for renderable in comparison_tables(comparison, groups=groups):
+        console.print(renderable)
+    if comparison.only_in_a or comparison.only_in_b:
+        console.print(
+            f"not shared: {comparison.only_in_a} tasks only in A, {comparison.only_in_b} only in B"
+        )
+
+
+def analyze(
+    run: RunArg,
+    scores: ScoresOpt = None,
+    analyst: Annotated[
+        str | None, typer.Option("--analyst", help="Analyst model (default: bench.analyst_model).")
+    ] = None,
+    data: DataOpt = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 4,
+    json_out: JsonOpt = False,
+) -> None:
+    """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
+    source = open_source(run, scores)
+    model = role_model("analyst", analyst)
+    analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
+    if json_out:
+        typer.echo(analysis.model_dump_json(indent=2))
+        return
+    console = out_console()
+    for renderable in analysis_tables(analysis):
+        console.print(renderable)
