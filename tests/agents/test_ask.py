@@ -261,3 +261,17 @@ def test_cli_missing_file_is_reported_before_anything_runs(tmp_path: Path) -> No
         == f"error: input file not found: {tmp_path / 'nope.mp4'} (check the path)"
     )
     assert not (tmp_path / "omnilab-runs").exists()
+
+
+def test_live_view_shows_a_scaffold_note() -> None:
+    import io
+
+    from rich.console import Console
+
+    from omnilab.cli.ask import LiveView
+    from omnilab.trajectory import StepNote
+
+    out = io.StringIO()
+    view = LiveView(Console(file=out, width=120, color_system=None))
+    view(StepNote(label="turn 2", text="[b]saw[/b] a slide; confidence 0.6", data={"c": 0.6}))
+    assert "turn 2: [b]saw[/b] a slide; confidence 0.6" in out.getvalue()

@@ -24,6 +24,7 @@ from omnilab.trajectory import (
     ContextEdit,
     ErrorEvent,
     RunStatus,
+    StepNote,
     StepScore,
     Trajectory,
     TrajectoryWriter,
@@ -192,6 +193,7 @@ def test_branches_scores_and_edits_are_recorded(tmp_path: Path) -> None:
         assert chat.last_call_id is not None
         run.score(chat.last_call_id, -1.0, name="process", rubric="wrong tool")
         run.edit(chat, 0, 1, reason="purge")
+        run.note("turn", "saw a red square, confidence 0.4", confidence=0.4)
         await run.call("agent", chat)
         return run.answer("<answer>two</answer>")
 
@@ -208,8 +210,11 @@ def test_branches_scores_and_edits_are_recorded(tmp_path: Path) -> None:
     assert [m.text for m in first.messages] == ["a", "b"]
     assert [m.text for m in second.messages] == ["b", "one"]
     assert [m.text for m in saved.messages()] == ["b", "one", "two"]
+    note = next(e for e in saved.events if isinstance(e, StepNote))
+    assert (note.label, note.data) == ("turn", {"confidence": 0.4})
     shown = render_text(saved)
     assert "score process=-1" in shown and "messages 0-0 purged (purge)" in shown
+    assert "turn: saw a red square, confidence 0.4" in shown
 
 
 def test_inline_media_go_to_files_beside_the_trajectory(tmp_path: Path, image_file: Path) -> None:

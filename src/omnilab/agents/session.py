@@ -47,6 +47,7 @@ from omnilab.trajectory import (
     RunEnd,
     RunStart,
     RunStatus,
+    StepNote,
     StepScore,
     ToolResultEvent,
     Trajectory,
@@ -374,6 +375,10 @@ class AgentRun:
                 target_id=target_id, value=value, name=name, details=details, parent_id=target_id
             )
         )
+
+    def note(self, label: str, text: str = "", **data: Any) -> None:
+        """Record what a reader should see about a step (``StepNote``): shown live and by trace."""
+        self.emit(StepNote(label=label, text=text, data=data))
 
     def out_of_budget(self) -> bool:
         """Whether the token or time budget is spent (recorded as an ``error`` event if so)."""

@@ -28,6 +28,7 @@ from omnilab.trajectory import (
     MessageAdded,
     RunEnd,
     RunStart,
+    StepNote,
     ToolResultEvent,
 )
 
@@ -99,6 +100,8 @@ class LiveView:
             self.console.print(Panel(body, title=title, expand=False), highlight=False)
         elif isinstance(event, ErrorEvent):
             self._print(f"[red]{escape(event.error_kind)}:[/] {escape(event.message)}")
+        elif isinstance(event, StepNote):
+            self._print(f"  [magenta]{escape(event.label)}:[/] {escape(_short(event.text, 400))}")
         elif isinstance(event, RunEnd):
             u = event.usage
             self._print(

@@ -37,6 +37,7 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "RunStatus",
+    "StepNote",
     "StepScore",
     "ToolResultEvent",
     "tool_message",
@@ -162,6 +163,20 @@ class StepScore(_Event):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class StepNote(_Event):
+    """What a scaffold wants a reader to see about a step, beyond messages and calls.
+
+    E.g. OmniAgent's observation and confidence of a turn, a master agent's sub-questions or
+    decision of a round. ``label`` names it (``turn``, ``decision``), ``text`` is one short line
+    for live views and ``trace``, ``data`` the structured values. It never changes a context.
+    """
+
+    kind: Literal["note"] = "note"
+    label: str
+    text: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunEnd(_Event):
     """The last event of a run."""
 
@@ -182,6 +197,7 @@ Event = Annotated[
     | ErrorEvent
     | ContextEdit
     | StepScore
+    | StepNote
     | RunEnd,
     Field(discriminator="kind"),
 ]

@@ -15,6 +15,7 @@ from omnilab.trajectory.events import (
     MessageAdded,
     RunEnd,
     RunStart,
+    StepNote,
     StepScore,
     ToolResultEvent,
 )
@@ -164,6 +165,8 @@ def render_text(traj: Trajectory, *, width: int = 100) -> str:
                     f"{_INDENT}score {event.name}={event.value:g} for {event.target_id}", width
                 )
             )
+        elif isinstance(event, StepNote):
+            lines.append(_one_line(f"{_INDENT}{event.label}: {event.text}", width))
         else:
             assert_never(event)
     if traj.run_end is None:
