@@ -221,6 +221,18 @@ def test_bootstrap_is_deterministic_and_contains_the_point() -> None:
         bootstrap_ci([])
 
 
+def test_bootstrap_of_verdicts_matches_resampling_the_values() -> None:
+    # 0/1 verdicts take the binomial shortcut; nudging one value off {0, 1} forces the
+    # resampling path: both must give the same interval up to Monte Carlo noise.
+    verdicts = [1.0] * 130 + [0.0] * 70
+    nudged = [*verdicts[:-1], 1e-9]
+    fast = bootstrap_ci(verdicts, resamples=20_000, seed=3)
+    slow = bootstrap_ci(nudged, resamples=20_000, seed=3)
+    assert fast.point == pytest.approx(0.65) and slow.point == pytest.approx(0.65)
+    assert fast.low == pytest.approx(slow.low, abs=0.01)
+    assert fast.high == pytest.approx(slow.high, abs=0.01)
+
+
 def test_accuracy_ci_uses_decided_tasks(run_a: list[TaskResult]) -> None:
     interval = accuracy_ci(run_a, resamples=2000, seed=1)
     assert interval is not None and interval.n == 7

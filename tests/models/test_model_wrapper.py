@@ -143,6 +143,39 @@ def test_cache_hit_makes_no_second_call(tmp_path: Path) -> None:
     assert again.generate_sync("same question").text == "only once"
 
 
+def test_cache_keeps_one_connection_and_follows_a_replaced_file(tmp_path: Path) -> None:
+    import pickle
+    import shutil
+    import threading
+
+    path = tmp_path / "cache" / "responses.sqlite3"
+    cache = ResponseCache(path)
+    assert cache.get("k") is None and len(cache) == 0 and not path.exists()  # reads create nothing
+    cache.put("k", "m", ModelOutput.from_text("one"))
+    first = cache._connection(create=False)
+    cache.put("k2", "m", ModelOutput.from_text("two"))
+    assert cache._connection(create=False) is first  # no open per call
+    # Another thread gets its own connection and sees the same rows.
+    seen: list[str | None] = []
+    worker = threading.Thread(target=lambda: seen.append(getattr(cache.get("k"), "text", None)))
+    worker.start()
+    worker.join()
+    assert seen == ["one"]
+    # The folder removed (a user clearing the cache): nothing stale is served, and a store
+    # makes a new file.
+    shutil.rmtree(path.parent)
+    assert cache.get("k") is None and len(cache) == 0
+    cache.put("k3", "m", ModelOutput.from_text("three"))
+    assert cache.get("k3") is not None and cache.get("k") is None and len(cache) == 1
+    # Pickled for a worker process: the path travels, the connection does not.
+    copy = pickle.loads(pickle.dumps(cache))
+    assert copy.path == path and copy.get("k3") is not None
+    cache.clear()
+    assert len(copy) == 0
+    cache.close()
+    copy.close()
+
+
 def test_cache_key_follows_media_content_not_path(tmp_path: Path) -> None:
     a, b, c = tmp_path / "a.png", tmp_path / "copy.png", tmp_path / "other.png"
     a.write_bytes(b"picture one")

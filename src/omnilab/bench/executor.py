@@ -206,13 +206,14 @@ class TaskExecutor:
     async def _run_agent(self, job: TaskJob) -> tuple[Trajectory | None, str | None, str | None]:
         """The agent's trajectory (read back from disk when the agent failed), why the run
         failed, if it did, and the kind of that failure."""
-        job.workspace.mkdir(parents=True, exist_ok=True)
         agent_task = to_agent_task(job.task)
         started = time.perf_counter()
         writer: TrajectoryWriter | None = None
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
-            writer = TrajectoryWriter(job.trajectory)
+            # Folders and the file are made in a worker thread, like the close below: under
+            # load a create waits on the file system, and 64 tasks share one event loop.
+            writer = await asyncio.to_thread(_open_task_files, job)
             ctx = AgentContext(
                 # Per-task views: own usage totals, the sample's seed and cache key, no
                 # crossing sinks.
@@ -295,6 +296,11 @@ def _status_error(trajectory: Trajectory) -> str | None:
     if status == "incomplete":
         return "agent returned without ending its trajectory"
     return None
+
+
+def _open_task_files(job: TaskJob) -> TrajectoryWriter:
+    job.workspace.mkdir(parents=True, exist_ok=True)
+    return TrajectoryWriter(job.trajectory)
 
 
 def _finish(writer: TrajectoryWriter | None, workspace: Path) -> None:

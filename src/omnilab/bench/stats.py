@@ -54,11 +54,17 @@ def bootstrap_ci(
         raise ValueError("resamples must be >= 1")
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    for start in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - start)
-        picks = rng.integers(0, len(data), size=(size, len(data)))
-        means[start : start + size] = data[picks].mean(axis=1)
+    if np.isin(data, (0.0, 1.0)).all():
+        # 0/1 verdicts: a resample's count of ones is exactly Binomial(n, mean), so draw the
+        # counts instead of n picks per resample (same distribution; 1,000 tasks x 10,000
+        # resamples took about 0.2 s at the end of every run).
+        means = rng.binomial(len(data), data.mean(), size=resamples) / len(data)
+    else:
+        means = np.empty(resamples)
+        for start in range(0, resamples, _CHUNK):
+            size = min(_CHUNK, resamples - start)
+            picks = rng.integers(0, len(data), size=(size, len(data)))
+            means[start : start + size] = data[picks].mean(axis=1)
     alpha = 1.0 - confidence
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return Interval(

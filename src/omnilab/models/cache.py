@@ -11,12 +11,13 @@ concurrent processes (WAL mode, busy timeout).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,55 +92,98 @@ def request_key(
 
 
 class ResponseCache:
-    """Model outputs by request key, in one SQLite file."""
+    """Model outputs by request key, in one SQLite file.
+
+    Each thread (and each process: a fork does not inherit it) keeps one open connection, so a
+    lookup or a store costs a statement, not an open, a schema check and a close: at a 64-task
+    concurrency the cache runs on the event loop a thousand times a run. Commits are not synced
+    to disk one by one (WAL with ``synchronous=NORMAL``): a power cut can lose the last replies,
+    which only means asking again, and a store no longer waits on the disk under load.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._local = threading.local()
 
     @classmethod
     def default(cls) -> ResponseCache:
         """The cache under ``cache_dir``/models."""
         return cls(get_settings().cache_dir / "models" / "responses.sqlite3")
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30.0)
+    def __getstate__(self) -> dict[str, Any]:
+        # Connections stay with the process that opened them (process backends pickle models).
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self._local = threading.local()
+
+    def _connection(self, *, create: bool) -> sqlite3.Connection | None:
+        """This thread's connection to the file as it is now; None if it does not exist and
+        ``create`` is false. A file removed or replaced since (a cleared cache folder) gets a
+        new connection, so nobody reads a deleted file's rows."""
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            st = self.path.stat()
+        except FileNotFoundError:
+            if not create:
+                return None
+            st = None
+        held = getattr(self._local, "held", None)
+        if held is not None and st is not None:
+            pid, ident, conn = held
+            if pid == os.getpid() and ident == (st.st_dev, st.st_ino):
+                return conn  # type: ignore[no-any-return]
+        if held is not None:
+            self._local.held = None
+            if held[0] == os.getpid():
+                held[2].close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        with conn:
             conn.execute(_SCHEMA)
-            with conn:
-                yield conn
-        finally:
-            conn.close()
+        st = self.path.stat()
+        self._local.held = (os.getpid(), (st.st_dev, st.st_ino), conn)
+        return conn
 
     def get(self, key: str) -> ModelOutput | None:
         """The stored output for ``key``, or None."""
-        if not self.path.exists():
+        conn = self._connection(create=False)
+        if conn is None:
             return None
-        with self._connect() as conn:
-            row = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
+        row = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         return ModelOutput.model_validate_json(row[0])
 
     def put(self, key: str, model: str, output: ModelOutput) -> None:
         """Store ``output`` under ``key`` (replacing any earlier one)."""
-        with self._connect() as conn:
+        conn = self._connection(create=True)
+        assert conn is not None
+        with conn:
             conn.execute(
                 "INSERT OR REPLACE INTO responses (key, model, created, output) VALUES (?, ?, ?, ?)",
                 (key, model, time.time(), output.model_dump_json()),
             )
 
     def __len__(self) -> int:
-        if not self.path.exists():
+        conn = self._connection(create=False)
+        if conn is None:
             return 0
-        with self._connect() as conn:
-            (count,) = conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+        (count,) = conn.execute("SELECT COUNT(*) FROM responses").fetchone()
         return int(count)
 
     def clear(self) -> None:
         """Remove every stored response."""
-        if self.path.exists():
-            with self._connect() as conn:
+        conn = self._connection(create=False)
+        if conn is not None:
+            with conn:
                 conn.execute("DELETE FROM responses")
+
+    def close(self) -> None:
+        """Close this thread's connection (it reopens on the next use)."""
+        held = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None and held[0] == os.getpid():
+            held[2].close()

@@ -240,7 +240,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like a real server behind the SDK's pool
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real server behind a client pool
     # Headers and body go out in separate writes; with Nagle's algorithm on, the body waits for
     # the client's delayed ACK (~40 ms) on a kept-alive connection.
     disable_nagle_algorithm = True

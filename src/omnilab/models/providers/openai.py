@@ -1,26 +1,23 @@
-"""``openai`` and its aliases: any OpenAI-compatible chat-completions endpoint, via the SDK.
+"""``openai`` and its aliases: any OpenAI-compatible chat-completions endpoint.
 
 Serves OpenAI, vLLM, SGLang, Ollama, llama.cpp servers, OpenRouter, DeepSeek and Gemini's
-compatible endpoint by base URL and key. The SDK's own retries are off: the Model wrapper retries.
+compatible endpoint by base URL and key. Requests go out as plain JSON POSTs
+(:mod:`omnilab.models.providers.openai_http`, which says why not the SDK); the Model wrapper
+retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
-import weakref
 from collections.abc import Sequence
-from email.utils import parsedate_to_datetime
 from typing import Any
-
-import openai
-from openai import AsyncOpenAI
 
 from omnilab.content import Text
 from omnilab.models.adapter import AdapterSpec
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError, kind_for_status
 from omnilab.models.parsing import parse_arguments
+from omnilab.models.providers.openai_http import ChatHTTP, HTTPStatusError, retry_after
 from omnilab.models.providers.openai_wire import (
     has_media,
     response_format_prompt,
@@ -43,7 +40,7 @@ from omnilab.models.types import (
 
 __all__ = ["OpenAIAdapter", "create"]
 
-# Servers without authentication (vLLM, Ollama, ...) accept any key, but the SDK wants one.
+# Servers without authentication (vLLM, Ollama, ...) accept any key: a placeholder is sent.
 _NO_KEY = "EMPTY"
 
 # How servers word a prompt that does not fit (OpenAI, vLLM, SGLang, llama.cpp server, Ollama).
@@ -55,35 +52,6 @@ _CONTEXT_PHRASES = (
     "too many tokens",
     "prompt is too long",
 )
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name) if headers is not None else None
-        if value is None:
-            continue
-        try:
-            return float(value) * scale
-        except ValueError:
-            pass
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            continue
-        return max(0.0, when.timestamp() - time.time())
-    return None
-
-
-def _error_detail(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    text = error.response.text if error.response is not None else ""
-    return text.strip()[:300] or error.message
 
 
 class OpenAIAdapter:
@@ -103,24 +71,7 @@ class OpenAIAdapter:
         self._key_hint = spec.key_hint
         self.secrets: tuple[str, ...] = (spec.api_key,) if spec.api_key else ()
         self._timeout_s = spec.settings.timeout_s
-        # The SDK's HTTP pool belongs to the event loop it was first used on, so each loop
-        # (each asyncio.run of the sync API) gets its own client.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self._timeout_s,
-            )
-            self._clients[loop] = client
-        return client
+        self._http = ChatHTTP(spec.base_url, self._api_key)
 
     def request_body(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
@@ -164,33 +115,14 @@ class OpenAIAdapter:
             body = self.request_body(messages, tools, config)
         timeout = config.timeout_s or self._timeout_s
         try:
-            # client.post (the SDK's documented raw-request route) sends the body as built and
-            # hands back the decoded JSON: the typed create() re-walks every message against its
-            # TypedDicts and builds response models, about half the client's CPU per call in
-            # bench/models.py. Servers' extra fields (reasoning_content) stay plain dict keys.
-            response: object = await self._client().post(
-                "/chat/completions", cast_to=object, body=body, options={"timeout": timeout}
-            )
-        except openai.APIStatusError as e:
+            response = await self._http.post(body, timeout_s=timeout)
+        except HTTPStatusError as e:
             raise self._status_error(e, messages) from None
-        except openai.APITimeoutError:
-            raise ProviderError(ErrorKind.TIMEOUT, f"no answer within {timeout:g} s") from None
-        except openai.APIConnectionError as e:
-            cause = e.__cause__ or e
-            raise ProviderError(
-                ErrorKind.CONNECTION, f"cannot connect to {self.base_url} ({type(cause).__name__})"
-            ) from None
-        except openai.APIResponseValidationError as e:
-            raise ProviderError(
-                ErrorKind.BAD_RESPONSE, f"unexpected response ({e.message})"
-            ) from None
         return self._parse(response)
 
-    def _status_error(
-        self, error: openai.APIStatusError, messages: Sequence[Message]
-    ) -> ProviderError:
-        kind = kind_for_status(error.status_code)
-        detail = _error_detail(error)
+    def _status_error(self, error: HTTPStatusError, messages: Sequence[Message]) -> ProviderError:
+        kind = kind_for_status(error.status)
+        detail = error.detail()
         advice = None
         if kind is ErrorKind.AUTH and self._api_key == _NO_KEY:
             detail = f"{self.base_url} needs an API key ({detail})"
@@ -204,8 +136,8 @@ class OpenAIAdapter:
         return ProviderError(
             kind,
             detail,
-            status=error.status_code,
-            retry_after=_retry_after(error.response.headers),
+            status=error.status,
+            retry_after=retry_after(error.headers),
             advice=advice,
         )
 

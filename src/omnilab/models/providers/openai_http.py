@@ -1,0 +1,140 @@
+"""The HTTP side of the OpenAI-compatible adapter: one POST per request, on aiohttp.
+
+Why not the OpenAI SDK: the adapter only ever sent prebuilt bodies through the SDK's raw
+``post`` route, yet importing the SDK took about 1 s of every ``omnilab`` start, and its
+request building plus the httpx connection pool (which walks every open connection, with a
+socket poll each, to place each request) cost several milliseconds of CPU per call at 64 calls
+in flight: ``bench/harness.py --only e2e`` ran 1,000 one-call tasks at 15x the ideal wall
+time. aiohttp (what vLLM's own serving benchmark uses) keeps a plain keep-alive pool per event
+loop; errors keep the kinds and wording they had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+
+from omnilab.models.errors import ErrorKind, ProviderError
+
+__all__ = ["ChatHTTP", "HTTPStatusError", "retry_after"]
+
+
+@dataclass
+class HTTPStatusError(Exception):
+    """A reply with a status of 400 or more: its status, decoded body (or text) and headers."""
+
+    status: int
+    body: object
+    text: str
+    headers: Mapping[str, str]
+
+    def detail(self) -> str:
+        """The server's own message when the body has one (``{"error": {"message": ...}}``)."""
+        body = self.body
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+                return str(inner["message"])
+            if isinstance(inner, str):
+                return inner
+        return self.text.strip()[:300] or f"HTTP {self.status}"
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            pass
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            continue
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+async def _closer(session: aiohttp.ClientSession) -> AsyncIterator[None]:
+    # A started async generator is finalised by its event loop when the loop shuts down
+    # (``asyncio.run`` calls ``loop.shutdown_asyncgens()``): this closes the pool then, inside
+    # the loop, instead of leaving an "Unclosed client session" warning at exit.
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+class ChatHTTP:
+    """POSTs JSON bodies to ``{base_url}/chat/completions`` with a bearer key."""
+
+    def __init__(self, base_url: str, api_key: str) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        # A pool belongs to the event loop it was made on; each loop (each asyncio.run of the
+        # sync API) gets its own, closed when that loop shuts down.
+        self._sessions: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncIterator[None]]
+        ] = weakref.WeakKeyDictionary()
+
+    async def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        held = self._sessions.get(loop)
+        if held is not None and not held[0].closed:
+            return held[0]
+        # No connection cap here: the Model's per-endpoint limit decides how many calls run.
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+        session = aiohttp.ClientSession(connector=connector, trust_env=True)
+        closer = _closer(session)
+        await anext(closer)
+        self._sessions[loop] = (session, closer)
+        return session
+
+    async def post(self, body: dict[str, Any], *, timeout_s: float) -> object:
+        """The decoded JSON reply (its text when it is not JSON).
+
+        Raises :class:`HTTPStatusError` for a status of 400 or more, and
+        :class:`~omnilab.models.errors.ProviderError` (``timeout``, ``connection``) when no
+        reply came.
+        """
+        session = await self._session()
+        data = json.dumps(body, ensure_ascii=False).encode()
+        try:
+            async with session.post(
+                self.url,
+                data=data,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
+            ) as response:
+                raw = await response.read()
+                status, headers = response.status, response.headers
+        except TimeoutError:
+            raise ProviderError(ErrorKind.TIMEOUT, f"no answer within {timeout_s:g} s") from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise ProviderError(
+                ErrorKind.CONNECTION,
+                f"cannot connect to {self.url.rsplit('/chat/', 1)[0]} ({type(e).__name__})",
+            ) from None
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            decoded: object = json.loads(text)
+        except ValueError:
+            decoded = text
+        if status >= 400:
+            raise HTTPStatusError(status, decoded, text, headers)
+        return decoded
