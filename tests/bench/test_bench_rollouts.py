@@ -25,13 +25,13 @@ from test_bench_runner import (
 from omnilab.bench import AnswerSet, BenchError, Score, Task, TaskResult
 from omnilab.bench.backends import ProcessBackend, get_backend
 from omnilab.bench.executor import task_seed
-from omnilab.bench.limits import endpoint_limit
 from omnilab.bench.results import unequal_failures
 from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import (
     Components,
     EndpointDownError,
     ExecutorRecipe,
+    build_executor,
     evaluate,
     new_config,
     plan_run,
@@ -164,7 +164,7 @@ def test_the_executor_recipe_pickles_and_an_unpicklable_one_is_refused(
     config = new_config(
         "omnigaia", data, agent="tir", model=f"scripted:{script}", scorer="answer_set"
     )
-    recipe = pickle.loads(pickle.dumps(ExecutorRecipe(config, endpoint_concurrency=40)))
+    recipe = pickle.loads(pickle.dumps(ExecutorRecipe(config, tasks_at_once=40)))
     executor = recipe()
     assert executor.model.name == f"scripted:{script}" and executor.model.concurrency == 40
     assert executor.model.cache is not None  # the run's cache setting reaches the model
@@ -330,16 +330,36 @@ def test_the_header_names_the_mode_and_why(data: Path, tmp_path: Path) -> None:
 
 
 def test_the_endpoint_limit_is_lifted_unless_set_explicitly(
-    monkeypatch: pytest.MonkeyPatch,
+    data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lifted = endpoint_limit(64)
-    assert (lifted.limit, lifted.lifted_to, lifted.warnings) == (64, 64, [])
-    assert endpoint_limit(4).lifted_to is None and endpoint_limit(4).limit == 16
+    from omnilab.bench.header import describe_limits
+    from omnilab.models import concurrency_plan
+
+    config = new_config(
+        "omnigaia", data, agent="tir", model="vllm:m@http://127.0.0.1:9/v1", scorer="answer_set"
+    )
+    lifted = build_executor(config, tasks_at_once=64)
+    assert lifted.model.concurrency == 64
+    line, warnings = describe_limits(concurrency_plan({"agent": lifted.model}, 64))
+    assert (line, warnings) == (
+        "up to 64 model calls per endpoint (lifted to the task concurrency)",
+        [],
+    )
+    few = build_executor(config, tasks_at_once=4)
+    assert few.model.concurrency == 16  # the default already allows 4
+    line, _ = describe_limits(concurrency_plan({"agent": few.model}, 4))
+    assert line.endswith("(models.concurrency default)")
+    # A live model passed in keeps the limit it was built with.
+    live = Model(few.model.adapter, name="live", concurrency=3)
+    kept_live = build_executor(config, Components(model=live), tasks_at_once=64)
+    assert kept_live.model.concurrency == 3
     monkeypatch.setenv("OMNILAB_MODELS__CONCURRENCY", "8")
     get_settings.cache_clear()
-    kept = endpoint_limit(64)
-    assert (kept.limit, kept.lifted_to, kept.effective) == (8, None, 8)
-    assert "effective concurrency 8, not 64" in kept.warnings[0]
+    kept = build_executor(config, tasks_at_once=64)
+    assert kept.model.concurrency == 8
+    line, warnings = describe_limits(concurrency_plan({"agent": kept.model}, 64))
+    assert line == "up to 8 model calls per endpoint (models.concurrency=8, set explicitly)"
+    assert warnings[0].startswith("effective concurrency 8, not 64: ")
 
 
 def test_unequal_failures_name_the_tasks() -> None:

@@ -22,13 +22,40 @@ from pydantic import BaseModel, Field
 
 from omnilab.agents.base import Budgets
 from omnilab.config import get_settings
-from omnilab.models import Model, parse_model_name
+from omnilab.models import ConcurrencyPlan, Model, parse_model_name
 from omnilab.models.capabilities import FAMILIES
 from omnilab.models.errors import ModelConfigError
 
-__all__ = ["RunHeader", "ask_header", "capability_origin", "render_header", "run_header"]
+__all__ = [
+    "RunHeader",
+    "ask_header",
+    "capability_origin",
+    "describe_limits",
+    "render_header",
+    "run_header",
+]
 
 _MEDIA_FLAGS = ("image", "audio", "video", "documents")
+
+
+def describe_limits(plan: ConcurrencyPlan) -> tuple[str, list[str]]:
+    """The header's per-endpoint limit line for ``plan`` (the agent's endpoint), and warnings:
+    the effective concurrency when a limit keeps the run below what it asked, and roles that
+    share an endpoint."""
+    if not plan.endpoints:
+        return f"{plan.requested} tasks at once", []
+    first = plan.endpoints[0]
+    if first.source is not None:
+        why = f"{first.source}, set explicitly"
+    elif first.limit > get_settings().models.concurrency:
+        why = "lifted to the task concurrency"
+    else:
+        why = "models.concurrency default"
+    line = f"up to {first.limit} model calls per endpoint ({why})"
+    if plan.effective < plan.requested:
+        head = f"effective concurrency {plan.effective}, not {plan.requested}"
+        return line, [f"{head}: {'; '.join(plan.reasons)}"]
+    return line, list(plan.reasons)
 
 
 class RunHeader(BaseModel):

@@ -38,8 +38,7 @@ from omnilab.bench.endpoint_guard import (
 )
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
-from omnilab.bench.header import RunHeader, run_header
-from omnilab.bench.limits import EndpointLimit, endpoint_limit, shared_endpoints
+from omnilab.bench.header import RunHeader, describe_limits, run_header
 from omnilab.bench.metrics import RunSummary, summarize
 from omnilab.bench.plan import Rollout, RunPlan, plan_run
 from omnilab.bench.rescore import (
@@ -60,7 +59,7 @@ from omnilab.bench.run_dir import (
 )
 from omnilab.bench.scoring import Scorer
 from omnilab.config import get_settings
-from omnilab.models import Model, get_model
+from omnilab.models import Model, concurrency_plan, get_model, lift_concurrency
 
 __all__ = [
     "DEAD_ENDPOINT_FAILURES",
@@ -145,23 +144,29 @@ def build_executor(
     config: RunConfig,
     components: Components | None = None,
     *,
-    endpoint_concurrency: int | None = None,
+    tasks_at_once: int | None = None,
 ) -> TaskExecutor:
     """The executor of ``config``: agent, models and scorer built from their names, except
     those ``components`` provides. Bad names fail here, before any task starts.
 
     Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
-    nothing twice) and allow ``endpoint_concurrency`` calls in flight per endpoint when given.
+    nothing twice), and their per-endpoint limits are lifted to ``tasks_at_once`` unless the
+    user set one (:func:`~omnilab.models.limits.lift_concurrency`); live models passed in
+    ``components`` keep theirs.
     """
     parts = components or Components()
     agent = parts.agent or get_agent(config.agent, **config.agent_options)
+    built: dict[str, Model] = {}
 
-    def named(name: str) -> Model:
-        return get_model(name, cache=config.cache, concurrency=endpoint_concurrency)
+    def named(role: str, name: str) -> Model:
+        built[role] = get_model(name, cache=config.cache)
+        return built[role]
 
-    model = parts.model or named(config.model)
-    roles = {name: parts.roles.get(name) or named(m) for name, m in config.roles.items()}
+    model = parts.model or named("agent", config.model)
+    roles = {name: parts.roles.get(name) or named(name, m) for name, m in config.roles.items()}
     roles.update(parts.roles)
+    if tasks_at_once is not None:
+        lift_concurrency(built, tasks_at_once)
     scorer = parts.scorer or make_scorer(config.scorer, judge_objects(config.scorer, config.judges))
     return TaskExecutor(
         agent=agent,
@@ -178,16 +183,15 @@ def build_executor(
 class ExecutorRecipe:
     """A picklable factory of a run's :class:`TaskExecutor`: the config, the live components
     (which must pickle themselves for a backend that ships the recipe to other processes) and
-    the per-endpoint limit. ``recipe()`` builds a fresh executor."""
+    the tasks at once, which the per-endpoint limits are lifted to. ``recipe()`` builds a fresh
+    executor."""
 
     config: RunConfig
     components: Components | None = None
-    endpoint_concurrency: int | None = None
+    tasks_at_once: int | None = None
 
     def __call__(self) -> TaskExecutor:
-        return build_executor(
-            self.config, self.components, endpoint_concurrency=self.endpoint_concurrency
-        )
+        return build_executor(self.config, self.components, tasks_at_once=self.tasks_at_once)
 
 
 class RunOutcome(BaseModel):
@@ -220,9 +224,7 @@ def _jobs(plan: RunPlan, run: RunDir) -> Iterator[TaskJob]:
         )
 
 
-def plan_header(
-    plan: RunPlan, executor: TaskExecutor, tasks_at_once: int, limit: EndpointLimit
-) -> RunHeader:
+def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> RunHeader:
     """The header of ``plan`` run by ``executor`` (see :mod:`omnilab.bench.header`)."""
     config = plan.config
     roles = {name: m.name for name, m in executor.roles.items()}
@@ -230,7 +232,8 @@ def plan_header(
         f"judge{i + 1}" if len(config.judges) > 1 else "judge": j
         for i, j in enumerate(config.judges)
     }
-    shared = shared_endpoints({"agent": executor.model, **executor.roles}, limit.limit)
+    limits = concurrency_plan({"agent": executor.model, **executor.roles}, tasks_at_once)
+    limit_line, limit_warnings = describe_limits(limits)
     return run_header(
         agent=config.agent,
         model=executor.model,
@@ -244,9 +247,9 @@ def plan_header(
         tasks=len(plan.tasks),
         samples=config.samples,
         concurrency=tasks_at_once,
-        endpoint_limit=limit.describe(),
+        endpoint_limit=limit_line,
         cache=config.cache,
-        warnings=[*limit.warnings, *shared],
+        warnings=limit_warnings,
     )
 
 
@@ -263,7 +266,7 @@ async def execute(
     """Run ``plan.todo``, appending each result to ``results.jsonl`` as it finishes, then write
     ``metrics.json``. ``concurrency`` defaults to the config's, else ``bench.concurrency``; the
     per-endpoint limit of models built from names is lifted to it unless ``models.concurrency``
-    was set explicitly (:func:`~omnilab.bench.limits.endpoint_limit`). ``on_header`` sees the
+    was set explicitly (:func:`~omnilab.models.limits.lift_concurrency`). ``on_header`` sees the
     run header before the first task starts (it is also stored in ``run.json``); ``on_result``
     sees each new result (a progress bar).
 
@@ -272,12 +275,11 @@ async def execute(
     """
     run = RunDir(plan.run)
     tasks_at_once = concurrency or plan.config.concurrency or get_settings().bench.concurrency
-    limit = endpoint_limit(tasks_at_once)
-    recipe = ExecutorRecipe(plan.config, components, limit.lifted_to)
+    recipe = ExecutorRecipe(plan.config, components, tasks_at_once)
     # Build first: a bad model name or missing judge fails before the folder is touched.
     executor = recipe()
     chosen = backend or get_backend(plan.config.backend)
-    header = plan_header(plan, executor, tasks_at_once, limit)
+    header = plan_header(plan, executor, tasks_at_once)
     config = plan.config.model_copy(update={"header": header.model_dump(mode="json")})
     if on_header is not None:
         on_header(header)
