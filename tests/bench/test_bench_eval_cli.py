@@ -254,3 +254,17 @@ def test_user_mistakes_are_one_line_errors(finished_run: Path, tmp_path: Path) -
     )
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert "does not exist" in proc.stderr
+
+
+def test_score_under_the_reference_rules(finished_run: Path, tmp_path: Path) -> None:
+    # The judge rambles: the strict rules ask again and finally record undecided; the
+    # reference rules read any reply without "Incorrect" as correct.
+    rambling = write_script(tmp_path / "rambling.json", ["Looks right to me"] * 30)
+    strict = json.loads(cli("score", finished_run, "--judge", rambling, "--json"))
+    assert strict["summary"]["pass_at_1"]["undecided"] == 2
+    ref = json.loads(
+        cli("score", finished_run, "--judge", rambling, "--rules", "reference", "--json")
+    )
+    assert ref["summary"]["pass_at_1"]["correct"] == 6
+    assert ref["summary"]["rules"]["reference"]["correct"] == 6
+    assert "use strict or reference" in failure("score", finished_run, "--rules", "lenient")

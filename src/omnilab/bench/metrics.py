@@ -45,6 +45,7 @@ __all__ = [
     "native_groups",
     "non_empty_rate",
     "pass_at_1",
+    "pass_at_1_by_rules",
     "summarize",
     "tool_call_stats",
     "usage_stats",
@@ -98,6 +99,40 @@ def accuracy(results: Iterable[TaskResult], *, measure: Measure = "judged") -> R
         value=sum(decided) / len(decided) if decided else None,
         mean_score=sum(values) / len(values) if values else None,
     )
+
+
+RULES = ("strict", "reference")
+"""The scoring rules whose verdicts a judged scorer records per task
+(:mod:`omnilab.bench.scoring.judging`)."""
+
+
+def pass_at_1_by_rules(results: Iterable[TaskResult]) -> dict[str, Rate]:
+    """Pass@1 under omnilab's strict rules and under the authors' reference rules, from the
+    verdicts each score recorded; empty when no score recorded them. ``undecided`` counts the
+    tasks only a new judge call could decide under that rule (a failed run counts as wrong)."""
+    items = list(results)
+    if not any(r.score is not None and "reference" in r.score.details for r in items):
+        return {}
+    out: dict[str, Rate] = {}
+    for rule in RULES:
+        verdicts: list[bool | None] = []
+        for r in items:
+            if r.score is None:
+                if r.error is not None:
+                    verdicts.append(False)
+                continue
+            if rule not in r.score.details:
+                continue
+            value = r.score.details[rule]
+            verdicts.append(None if value is None else bool(value))
+        decided = [v for v in verdicts if v is not None]
+        out[rule] = Rate(
+            correct=sum(decided),
+            total=len(decided),
+            undecided=len(verdicts) - len(decided),
+            value=sum(decided) / len(decided) if decided else None,
+        )
+    return out
 
 
 def pass_at_1(results: Iterable[TaskResult]) -> Rate:
@@ -259,6 +294,9 @@ class RunSummary(BaseModel):
     """Tasks whose run failed (counted as wrong)."""
     samples: SampleStats | None = None
     """Mean over samples and pass@k, for runs with several samples per task."""
+    rules: dict[str, Rate] = Field(default_factory=dict)
+    """Pass@1 under the strict and the reference scoring rules, side by side
+    (:func:`pass_at_1_by_rules`); empty for scorers that do not record both."""
 
 
 def summarize(
@@ -298,6 +336,7 @@ def summarize(
         wall_time=wall_time_stats(results),
         failed_runs=sum(1 for r in results if r.error is not None),
         samples=sample_stats(results),
+        rules=pass_at_1_by_rules(results),
     )
 
 

@@ -23,6 +23,7 @@ from omnilab.bench.results import TaskResult
 from omnilab.bench.roles import judge_models, role_model
 from omnilab.bench.run_dir import ResultLog, RunDir, write_atomic
 from omnilab.bench.scoring import Scorer
+from omnilab.bench.scoring.judging import ScoringRules
 from omnilab.bench.scoring.registry import SCORERS
 from omnilab.bench.task import Task
 from omnilab.config import get_settings
@@ -88,9 +89,17 @@ def resolve_judges(scorer: str, names: Sequence[str]) -> list[str]:
     return chosen if use != "none" else []
 
 
-def make_scorer(scorer: str, judges: Sequence[Model] = ()) -> Scorer:
-    """The scorer named ``scorer`` over ``judges`` (models bound to role ``judge``)."""
-    return SCORERS.get(scorer).build(judges)
+def make_scorer(
+    scorer: str, judges: Sequence[Model] = (), rules: ScoringRules | None = None
+) -> Scorer:
+    """The scorer named ``scorer`` over ``judges`` (models bound to role ``judge``), under
+    ``rules`` when given (a :class:`BenchError` for a scorer that takes none)."""
+    entry = SCORERS.get(scorer)
+    if rules is None:
+        return entry.build(judges)
+    if entry.with_rules is None:
+        raise BenchError(f"scorer {scorer} takes no scoring rules (judge input, verdict reading)")
+    return entry.with_rules(judges, rules)
 
 
 def judge_objects(scorer: str, names: Sequence[str]) -> list[Model]:
@@ -174,6 +183,7 @@ async def rescore_run(
     name: str | None = None,
     data: Path | None = None,
     concurrency: int = 8,
+    rules: ScoringRules | None = None,
 ) -> RescoreOutcome:
     """Score every prediction of ``run`` again and write ``scores/<name>.jsonl``.
 
@@ -201,7 +211,7 @@ async def rescore_run(
             f"{len(missing)} results have no task in {data or config.data} (e.g. {missing[0]}); "
             "pass the run's dataset file with --data"
         )
-    active = scorer or make_scorer(scorer_name, judge_objects(scorer_name, judges))
+    active = scorer or make_scorer(scorer_name, judge_objects(scorer_name, judges), rules)
     limit = asyncio.Semaphore(max(1, concurrency))
     target = run.scores_file(chosen)
     partial = target.with_name(f".{target.name}.partial")

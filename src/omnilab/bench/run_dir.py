@@ -35,6 +35,7 @@ from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail
 from omnilab.bench.results import TaskResult, read_results
+from omnilab.bench.scoring.judging import ScoringRules
 from omnilab.bench.task import Task
 from omnilab.models import ModelConfigError, parse_model_name
 
@@ -74,6 +75,7 @@ _IDENTITY = (
     "tools",
     "budgets",
     "scorer",
+    "scoring_rules",
     "judges",
     "seed",
 )
@@ -200,6 +202,10 @@ class RunConfig(BaseModel):
     task_timeout_s: float | None = None
     """Hard limit on one task's agent run; past it the task fails with a timeout."""
     scorer: str
+    scoring_rules: ScoringRules | None = None
+    """The judged scorer's rules when not its own defaults (a protocol preset sets them)."""
+    protocol: str | None = None
+    """The reproduction preset the run follows (``--protocol``), if any."""
     judges: list[str] = Field(default_factory=list)
     seed: int = 0
     selection: Selection = Field(default_factory=Selection)

@@ -167,7 +167,9 @@ def build_executor(
     roles.update(parts.roles)
     if tasks_at_once is not None:
         lift_concurrency(built, tasks_at_once)
-    scorer = parts.scorer or make_scorer(config.scorer, judge_objects(config.scorer, config.judges))
+    scorer = parts.scorer or make_scorer(
+        config.scorer, judge_objects(config.scorer, config.judges), config.scoring_rules
+    )
     return TaskExecutor(
         agent=agent,
         model=model,

@@ -60,6 +60,10 @@ def _overview(summary: RunSummary, label: str) -> Table:
         + (f", {p1.undecided} undecided" if p1.undecided else ""),
     )
     table.add_row("exact match", _pct(em), f"{em.correct}/{em.total} {_ci(summary.em_ci)}".rstrip())
+    for rule, rate in summary.rules.items():
+        # Both rule sets from the same judge replies (omnilab.bench.scoring.judging).
+        needs = f", {rate.undecided} need their own judge call" if rate.undecided else ""
+        table.add_row(f"Pass@1 ({rule} rules)", _pct(rate), f"{rate.correct}/{rate.total}{needs}")
     table.add_row(
         "tasks", str(summary.tasks), f"{summary.failed_runs} failed runs (count as wrong)"
     )

@@ -66,13 +66,29 @@ def score(
     ] = None,
     data: DataOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
+    rules: Annotated[
+        str | None,
+        typer.Option(
+            "--rules",
+            help="Judged scorers: 'strict' (omnilab's default) or 'reference' (the authors' "
+            "released evaluation: tag span to the judge, any reply without 'Incorrect' counts, "
+            "exact match on untagged last words). Default: the run's.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Score a run's answers again (another judge or scorer) without running the agent; writes
-    scores/NAME.jsonl, never touching results.jsonl."""
+    """Score a run's answers again (another judge, scorer or rule set) without running the
+    agent; writes scores/NAME.jsonl, never touching results.jsonl."""
+    from omnilab.bench.scoring.judging import REFERENCE_RULES, STRICT_RULES
+
+    named = {"strict": STRICT_RULES, "reference": REFERENCE_RULES}
+    if rules is not None and rules not in named:
+        raise BenchError(f"--rules {rules!r}: use strict or reference")
     folder = RunDir(run)
-    chosen = scorer or folder.read_config().scorer
+    stored = folder.read_config()
+    chosen = scorer or stored.scorer
     judges = resolve_judges(chosen, split_values(judge))
+    chosen_rules = named[rules] if rules is not None else stored.scoring_rules
     outcome = asyncio.run(
         rescore_run(
             folder,
@@ -81,6 +97,7 @@ def score(
             name=name,
             data=data,
             concurrency=concurrency,
+            rules=chosen_rules,
         )
     )
     if json_out:

@@ -21,6 +21,15 @@ from omnilab.bench.scoring.base import (
     last_words,
     matches_any,
 )
+from omnilab.bench.scoring.judging import (
+    REFERENCE_RULES,
+    STRICT_RULES,
+    ScoringRules,
+    em_candidate,
+    judge_input,
+    offline_verdict,
+    reference_verdict,
+)
 from omnilab.bench.task import Task
 from omnilab.bench.templates import render
 from omnilab.config import get_settings
@@ -115,44 +124,98 @@ class OmniGaiaScorer:
     2. Otherwise the last ``words`` (20) words of the whole output go to the judge, with the
        question and the label; Correct/Incorrect is the verdict.
 
-    An empty output is wrong without asking. ``exact_match`` and ``correct`` are both recorded,
-    so EM and judged accuracy can be reported side by side.
+    ``rules`` switches each of those choices to the authors' released evaluation
+    (:mod:`omnilab.bench.scoring.judging`: the tag span to the judge, the lenient verdict,
+    exact match on untagged text). An empty output is wrong without asking. ``exact_match`` and
+    ``correct`` are both recorded, so EM and judged accuracy can be reported side by side, and
+    so are the verdicts of the strict and the reference rules where one judge reply decides
+    both (``details["strict"]``, ``details["reference"]``; ``None``: only a new call could tell).
     """
 
     name = "omnigaia"
 
-    def __init__(self, judge: LLMJudge | Model, *, words: int = 20) -> None:
-        self.judge = _as_judge(judge)
-        self.words = words
+    def __init__(
+        self,
+        judge: LLMJudge | Model,
+        *,
+        words: int | None = None,
+        rules: ScoringRules | None = None,
+    ) -> None:
+        rules = rules or ScoringRules()
+        if words is not None:
+            rules = rules.model_copy(update={"words": words})
+        self.rules = rules
+        if isinstance(judge, LLMJudge):
+            self.judge = judge
+        else:
+            # The reference reads the first reply only: asking again would only cost calls.
+            attempts = 1 if rules.verdict == "reference" else None
+            self.judge = LLMJudge(judge, attempts=attempts, config=rules.judge_generate)
+
+    @property
+    def words(self) -> int:
+        """How many last words stand for an untagged message."""
+        return self.rules.words
+
+    def _both(
+        self, task: Task, prediction: str, asked: str | None, call: JudgeCall | None
+    ) -> dict[str, float | str | None]:
+        first = call.replies[0] if call is not None and call.replies else None
+        verdict = call.verdict if call is not None else None
+        out: dict[str, float | str | None] = {}
+        for name, rules in (("strict", STRICT_RULES), ("reference", REFERENCE_RULES)):
+            same_words = rules.model_copy(update={"words": self.rules.words})
+            got = offline_verdict(
+                prediction,
+                task.answers.all,
+                same_words,
+                asked=asked,
+                first_reply=first,
+                strict_verdict=verdict,
+            )
+            out[name] = None if got is None else float(got)
+        return out
 
     async def score(self, task: Task, prediction: str) -> Score:
         """Exact match first, then the judge."""
+        rules = self.rules
         extracted = extract_answer(prediction)
-        if extracted is not None and matches_any(extracted, task.answers.all):
+        candidate = em_candidate(prediction, rules)
+        if candidate is not None and matches_any(candidate, task.answers.all):
             return Score(
-                scorer=self.name, value=1.0, correct=True, exact_match=True, extracted=extracted
+                scorer=self.name,
+                value=1.0,
+                correct=True,
+                exact_match=True,
+                extracted=extracted,
+                details=self._both(task, prediction, None, None),
             )
-        judge_input = last_words(prediction, self.words)
-        if not judge_input:
+        shown = judge_input(prediction, rules)
+        if not shown:
             return Score(
                 scorer=self.name,
                 value=0.0,
                 correct=False,
                 exact_match=False,
                 extracted=extracted,
-                details={"reason": "empty output"},
+                details={"reason": "empty output", **self._both(task, prediction, None, None)},
             )
-        call = await self.judge.judge(task.question, judge_input, task.answers.label)
-        correct = None if call.verdict is None else call.verdict == "correct"
+        call = await self.judge.judge(task.question, shown, task.answers.label)
+        if rules.verdict == "reference":
+            first = call.replies[0] if call.replies else None
+            correct: bool | None = first is not None and reference_verdict(first) == "correct"
+        else:
+            correct = None if call.verdict is None else call.verdict == "correct"
         return Score(
             scorer=self.name,
             value=1.0 if correct else 0.0,
             correct=correct,
             exact_match=False,
             extracted=extracted,
-            judge_input=judge_input,
+            judge_input=shown,
             judges=[call],
-            error=call.error,
+            error=call.error if correct is None else None,
+            details=self._both(task, prediction, shown, call),
         )
 
 

@@ -17,6 +17,7 @@ from omnilab.bench.scoring.base import Scorer
 from omnilab.bench.scoring.choice import MultipleChoice
 from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
+from omnilab.bench.scoring.judging import ScoringRules
 from omnilab.bench.scoring.rules import (
     AnswerSetMatch,
     MeanRelativeAccuracy,
@@ -37,10 +38,14 @@ panel of one or more."""
 
 @dataclass(frozen=True)
 class ScorerEntry:
-    """How to build one scorer from its judges (models bound to role ``judge``)."""
+    """How to build one scorer from its judges (models bound to role ``judge``).
+
+    ``with_rules`` builds it under explicit :class:`ScoringRules` (judge input, verdict
+    reading, exact match on untagged text); scorers without it take none."""
 
     build: Callable[[Sequence[Model]], Scorer]
     judges: JudgeUse = "none"
+    with_rules: Callable[[Sequence[Model], ScoringRules], Scorer] | None = None
 
 
 def _no_judges(make: Callable[[], Scorer]) -> ScorerEntry:
@@ -61,7 +66,11 @@ SCORERS: Registry[ScorerEntry] = Registry(
     "scorer",
     group="omnilab.scorers",
     entries={
-        "omnigaia": ScorerEntry(lambda judges: OmniGaiaScorer(judges[0]), "one"),
+        "omnigaia": ScorerEntry(
+            lambda judges: OmniGaiaScorer(judges[0]),
+            "one",
+            with_rules=lambda judges, rules: OmniGaiaScorer(judges[0], rules=rules),
+        ),
         "majority_vote": ScorerEntry(lambda judges: MajorityVote(list(judges)), "several"),
         "omniagent": ScorerEntry(
             lambda judges: OmniAgentScorer(free_form=OmniGaiaScorer(judges[0]) if judges else None),
