@@ -320,3 +320,36 @@ def test_a_forced_final_that_is_a_tool_call_is_no_answer(
     assert final is not None and final.forced and final.answer is None
     assert final.text == reply.output.text
     assert run.saved.status == run.returned.status == "no_answer"
+
+
+def test_the_authors_loop_rules_as_options(run_agent: RunAgent) -> None:
+    # on_empty="end": an empty reply ends the run, no notice.
+    model, adapter = scripted([s.empty(), s.text("<answer>late</answer>")])
+    run = run_agent(model, on_empty="end")
+    assert len(adapter.requests) == 1 and run.saved.status == "no_answer"
+    # on_bad_call="answer": an unreadable call's text is the final answer.
+    bad = s.malformed_tool_call("code_executor", {"code": "print(1)"}, style="broken")
+    model, adapter = scripted([bad, s.text("<answer>never</answer>")])
+    run = run_agent(model, tools=CODE, on_bad_call="answer")
+    final = run.saved.final
+    assert len(adapter.requests) == 1 and final is not None and final.answer
+    assert run.saved.status == "answered" and final.answer == final.text.strip()
+    start = run.saved.run_start
+    assert start is not None and start.config["on_bad_call"] == "answer"
+
+
+def test_the_forced_final_call_can_sample_differently(run_agent: RunAgent) -> None:
+    model, adapter = scripted(
+        [s.tool_call("code_executor", {"code": "1"}), s.text("<answer>x</answer>")]
+    )
+    run = run_agent(
+        model,
+        tools=CODE,
+        budgets=Budgets(max_turns=1),
+        generate={"temperature": 0.6, "top_p": 0.95, "max_tokens": 20480},
+        forced_final_generate={"temperature": 0.2, "top_p": 0.9, "max_tokens": 4096},
+    )
+    first, last = adapter.requests[0][2], adapter.requests[-1][2]
+    assert (first.temperature, first.top_p, first.max_tokens) == (0.6, 0.95, 20480)
+    assert (last.temperature, last.top_p, last.max_tokens) == (0.2, 0.9, 4096)
+    assert last.tool_choice == "none" and run.saved.answer == "x"

@@ -344,17 +344,25 @@ class AgentRun:
     # -- answers, scores, budgets -------------------------------------------------------------
 
     def answer(
-        self, output: ModelOutput | str, *, forced: bool = False, tool_names: Collection[str] = ()
+        self,
+        output: ModelOutput | str,
+        *,
+        forced: bool = False,
+        tool_names: Collection[str] = (),
+        verbatim: bool = False,
     ) -> Literal["answered", "no_answer"]:
         """Record the final answer of ``output`` (``<answer>`` tag, else the whole text).
 
         A reply that is itself a tool call (native, or written as text or JSON naming one of
-        ``tool_names``) is no answer: status ``no_answer``, with the text kept.
+        ``tool_names``) is no answer: status ``no_answer``, with the text kept; ``verbatim``
+        takes its text as the answer all the same (the OmniGAIA authors' loop does).
         """
         text = output if isinstance(output, str) else output.text
         called = not isinstance(output, str) and bool(output.tool_calls)
         answer, source = final_answer(text)
-        if called or (source == "whole_text" and _writes_a_call(text, tool_names)):
+        if not verbatim and (
+            called or (source == "whole_text" and _writes_a_call(text, tool_names))
+        ):
             answer, source = None, None
         self.emit(
             AnswerEvent(

@@ -52,6 +52,15 @@ class TirOptions(BaseModel):
     max_observation_chars: int | None = Field(default=None, ge=200)
     """Cut the text of each tool result to this many characters (head and tail) before the
     model sees it; for small context windows. ``None`` keeps results whole."""
+    forced_final_generate: GenerateConfig | None = None
+    """Sampling of the forced-final call; ``None``: ``generate``'s (the authors' code uses
+    temperature 0.2, top_p 0.9, max_tokens 4096 there)."""
+    on_empty: Literal["notice", "end"] = "notice"
+    """An empty reply: ``notice`` asks again (``prompts/notice_empty.txt``); ``end`` ends the
+    run without an answer, as the authors' code does."""
+    on_bad_call: Literal["notice", "answer"] = "notice"
+    """A final message that is an unreadable tool call: ``notice`` asks again; ``answer`` takes
+    its text as the final answer, as the authors' code does."""
 
 
 class TirAgent:
@@ -102,6 +111,11 @@ class TirAgent:
                 "system_prompt": _SYSTEM[variant],
                 "generate": opts.generate.model_dump(exclude_defaults=True),
                 "max_observation_chars": opts.max_observation_chars,
+                **opts.model_dump(
+                    include={"forced_final_generate", "on_empty", "on_bad_call"},
+                    exclude_defaults=True,
+                    mode="json",
+                ),
             }
             loop = _Loop(run, opts, inputs, mode, variant, tools)
             return await run.execute(loop.run, config=config)
@@ -150,6 +164,10 @@ class _Loop:
                 source == "whole_text" and not looks_like_tool_call(output.text)
             ):
                 return run.answer(output)
+            if source is None and self.options.on_empty == "end":
+                return run.answer(output)  # no text: recorded as no answer
+            if source is not None and self.options.on_bad_call == "answer":
+                return run.answer(output.text, verbatim=True)
             notice = (
                 render("notice_empty")
                 if source is None
@@ -164,7 +182,8 @@ class _Loop:
             return "budget"
         values = {"max_turns": run.budgets.max_turns} if self.variant == "omniatlas" else {}
         run.add(chat, Message.user(render(_FORCED[self.variant], **values)))
-        config = self.options.generate.model_copy(update={"tool_choice": "none"})
+        sampling = self.options.forced_final_generate or self.options.generate
+        config = sampling.model_copy(update={"tool_choice": "none"})
         output = await run.call("agent", chat, tools=self.tools, config=config)
         if output is None:
             return "budget"
