@@ -82,6 +82,12 @@ class RunHeader(BaseModel):
     endpoint_limit: str | None = None
     """The model calls in flight at once per endpoint, and why (lifted, or set explicitly)."""
     cache: bool | None = None
+    protocol: str | None = None
+    """The reproduction preset (``--protocol``) with its source; ``None``: omnilab's defaults."""
+    protocol_differs: list[str] = Field(default_factory=list)
+    """Settings of this run that are not the preset's."""
+    protocol_gaps: list[str] = Field(default_factory=list)
+    """What the preset cannot reproduce yet."""
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -213,6 +219,14 @@ def render_header(header: RunHeader) -> list[str]:
         )
     if speed:
         lines.append("; ".join(speed))
+    if header.dataset is not None:
+        lines.append(
+            f"protocol: {header.protocol}"
+            if header.protocol
+            else "protocol: none (omnilab's defaults; not a reproduction preset)"
+        )
+        lines.extend(f"  differs from the preset: {d}" for d in header.protocol_differs)
+        lines.extend(f"  not reproduced yet: {g}" for g in header.protocol_gaps)
     lines.extend(f"warning: {w}" for w in header.warnings)
     return lines
 

@@ -38,9 +38,11 @@ from omnilab.bench.endpoint_guard import (
 )
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
-from omnilab.bench.header import RunHeader, describe_limits, run_header
+from omnilab.bench.header import RunHeader
 from omnilab.bench.metrics import RunSummary, summarize
 from omnilab.bench.plan import Rollout, RunPlan, plan_run
+from omnilab.bench.plan_header import plan_header
+from omnilab.bench.protocols import get_protocol, merge_options
 from omnilab.bench.rescore import (
     default_scorer,
     judge_objects,
@@ -59,7 +61,7 @@ from omnilab.bench.run_dir import (
 )
 from omnilab.bench.scoring import Scorer
 from omnilab.config import get_settings
-from omnilab.models import Model, concurrency_plan, get_model, lift_concurrency
+from omnilab.models import Model, get_model, lift_concurrency
 
 __all__ = [
     "DEAD_ENDPOINT_FAILURES",
@@ -100,9 +102,21 @@ def new_config(
     concurrency: int | None = None,
     samples: int = 1,
     cache: bool = True,
+    protocol: str | None = None,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
-    the dataset's and the judges resolved from the settings when none are given."""
+    the dataset's and the judges resolved from the settings when none are given.
+
+    ``protocol`` names a reproduction preset (:mod:`omnilab.bench.protocols`): its agent
+    options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
+    (``agent_options`` given here are merged over the preset's, key by key)."""
+    preset = get_protocol(protocol) if protocol is not None else None
+    rules = None
+    if preset is not None:
+        agent_options = merge_options(preset.agent_options, agent_options or {})
+        budgets = budgets or preset.budgets
+        scorer = scorer or preset.scorer
+        rules = preset.scoring_rules
     data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
@@ -127,6 +141,8 @@ def new_config(
         concurrency=concurrency,
         samples=samples,
         cache=cache,
+        protocol=protocol,
+        scoring_rules=rules,
     )
 
 
@@ -224,35 +240,6 @@ def _jobs(plan: RunPlan, run: RunDir) -> Iterator[TaskJob]:
             trajectory=run.trajectory_file(task.id, k),
             workspace=run.workspace(task.id, k),
         )
-
-
-def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> RunHeader:
-    """The header of ``plan`` run by ``executor`` (see :mod:`omnilab.bench.header`)."""
-    config = plan.config
-    roles = {name: m.name for name, m in executor.roles.items()}
-    judges = {
-        f"judge{i + 1}" if len(config.judges) > 1 else "judge": j
-        for i, j in enumerate(config.judges)
-    }
-    limits = concurrency_plan({"agent": executor.model, **executor.roles}, tasks_at_once)
-    limit_line, limit_warnings = describe_limits(limits)
-    return run_header(
-        agent=config.agent,
-        model=executor.model,
-        agent_options=config.agent_options,
-        roles=roles | judges,
-        tools=config.tools,
-        budgets=config.budgets,
-        task_files=[t.files for t in plan.tasks],
-        dataset=str(config.data.name),
-        adapter=config.dataset,
-        tasks=len(plan.tasks),
-        samples=config.samples,
-        concurrency=tasks_at_once,
-        endpoint_limit=limit_line,
-        cache=config.cache,
-        warnings=limit_warnings,
-    )
 
 
 async def execute(

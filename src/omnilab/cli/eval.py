@@ -23,6 +23,7 @@ from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import RunSetupError
 from omnilab.bench.header import RunHeader, render_header
 from omnilab.bench.progress import RichProgress
+from omnilab.bench.protocols import get_protocol
 from omnilab.bench.rescore import SCORER_NAMES
 from omnilab.bench.run_dir import RunConfig, RunDir, Selection
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
@@ -95,6 +96,15 @@ def eval_(
     ] = None,
     agent: Annotated[
         str | None, typer.Option("--agent", help="Agent scaffold (default: tir).")
+    ] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option(
+            "--protocol",
+            help="Reproduction preset (omnilab protocols lists them): the authors' agent "
+            "settings, sampling, loop and scoring rules; options given here win, and the header "
+            "lists what differs from the preset.",
+        ),
     ] = None,
     agent_option: Annotated[
         list[str] | None,
@@ -229,7 +239,9 @@ def eval_(
     data_path = _pick(data, stored, "data", None)
     if name is None:
         raise BenchError("name the dataset and its file: omnilab eval DATASET --data PATH")
-    agent_name = _pick(agent, stored, "agent", "tir")
+    protocol_name = _pick(protocol, stored, "protocol", None)
+    preset_agent = get_protocol(protocol_name).agent if protocol_name else "tir"
+    agent_name = _pick(agent, stored, "agent", preset_agent)
     given_judges = split_values(judge) or None
     config = new_config(
         name,
@@ -247,7 +259,9 @@ def eval_(
         tools=_pick(split_values([tools]) if tools is not None else None, stored, "tools", None),
         budgets=_budgets(
             stored, max_turns=max_turns, max_tokens=max_tokens, max_seconds=max_seconds
-        ),
+        )
+        if stored is not None or max_turns or max_tokens or max_seconds
+        else None,
         task_timeout_s=_pick(timeout, stored, "task_timeout_s", settings.task_timeout_s),
         scorer=_pick(scorer, stored, "scorer", None),
         judges=_pick(given_judges, stored, "judges", []),
@@ -263,6 +277,7 @@ def eval_(
         concurrency=_pick(concurrency, stored, "concurrency", settings.concurrency),
         samples=_pick(samples, stored, "samples", 1),
         cache=_pick(cache, stored, "cache", True),
+        protocol=protocol_name,
     )
     err = err_console()
     if show_prompt:

@@ -254,6 +254,7 @@ class RecordAdapter:
         root = Path(media_root).expanduser() if media_root is not None else path.parent
         result = DatasetLoad(dataset=self.name, path=path, media_root=root)
         seen: Counter[str] = Counter()
+        by_name: dict[str, list[Path]] | None = None
         records = read_records(path, dataset=self.name)
         objects = [r for _, r in records if isinstance(r, dict)]
         for field, absent in self.lacking(objects).items():
@@ -286,8 +287,52 @@ class RecordAdapter:
                 new_id = f"{task.id}#{seen[task.id]}"
                 result.notes.append(f"item {index}: id {task.id!r} repeats; loaded as {new_id!r}")
                 task = task.model_copy(update={"id": new_id})
-            result.tasks.append(task)
             missing = task.missing_files()
+            if missing:
+                if by_name is None:
+                    by_name = _files_by_name(root)
+                task, notes = _found_by_name(task, missing, by_name, index)
+                result.notes.extend(notes)
+                missing = task.missing_files()
+            result.tasks.append(task)
             if missing:
                 result.missing_media[task.id] = missing
         return result
+
+
+def _files_by_name(root: Path) -> dict[str, list[Path]]:
+    """Every file under ``root`` by its name (built once per load, on the first miss)."""
+    found: dict[str, list[Path]] = {}
+    if root.is_dir():
+        for path in root.rglob("*"):
+            if path.is_file():
+                found.setdefault(path.name, []).append(path)
+    return found
+
+
+def _found_by_name(
+    task: Task, missing: Sequence[TaskFile], by_name: dict[str, list[Path]], index: int
+) -> tuple[Task, list[str]]:
+    """``task`` with each missing file that exactly one file under the media root has the name
+    of pointing there (OmniGAIA item 59 names ``000000217710.jpg`` without its sub-folder), and
+    a note per file found so the resolution is on record."""
+    notes: list[str] = []
+    moved: dict[Path, Path] = {}
+    for f in missing:
+        candidates = by_name.get(f.path.name, [])
+        if len(candidates) == 1:
+            moved[f.path] = candidates[0]
+            notes.append(
+                f"item {index}: {f.given or f.path.name} not found there; using {candidates[0]} (same file name)"
+            )
+        elif len(candidates) > 1:
+            notes.append(
+                f"item {index}: {f.given or f.path.name} not found; {len(candidates)} files have "
+                "its name under the media root, so none is picked"
+            )
+    if not moved:
+        return task, notes
+    files = tuple(
+        f.model_copy(update={"path": moved[f.path]}) if f.path in moved else f for f in task.files
+    )
+    return task.model_copy(update={"files": files}), notes
