@@ -9,12 +9,12 @@ they were handed to the provider; the trajectory writer stores its media by path
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from omnilab._ids import new_id
 from omnilab.content import Text
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 
@@ -52,7 +52,7 @@ class ModelCallEvent(BaseModel):
     """One call of a :class:`~omnilab.models.Model`: input summary, output or error, accounting."""
 
     kind: Literal["model_call"] = "model_call"
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=new_id)
     timestamp: float = Field(default_factory=time.time)
     """Unix time the call ended."""
     model: str

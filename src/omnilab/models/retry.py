@@ -17,6 +17,9 @@ from omnilab.models.errors import ProviderError
 
 __all__ = ["RetryExhaustedError", "RetryPolicy", "retrying"]
 
+# One generator for every call's jitter: making one per call seeds it from the system each time.
+_JITTER = random.Random()  # noqa: S311 - jitter, not cryptography
+
 T = TypeVar("T")
 
 
@@ -71,7 +74,7 @@ async def retrying(
     error once attempts run out or a failure is not worth retrying. ``on_retry(attempt, error,
     delay)`` is told about every retry before its wait.
     """
-    rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+    rng = rng or _JITTER
     number = 0
     while True:
         number += 1

@@ -6,11 +6,11 @@ models store them as they are.
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from omnilab._ids import new_id
 from omnilab.content import Content, Text, as_parts
 
 __all__ = [
@@ -33,7 +33,7 @@ Parts = Annotated[list[Content], BeforeValidator(as_parts)]
 
 def new_call_id() -> str:
     """A fresh tool-call id for calls a provider did not name (recovered or local calls)."""
-    return f"call_{uuid.uuid4().hex[:24]}"
+    return f"call_{new_id()[:24]}"
 
 
 class ToolCall(BaseModel):

@@ -14,11 +14,11 @@ call; parent ids; branch pointers on :class:`RunStart`; :class:`ContextEdit` and
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
+from omnilab._ids import new_id
 from omnilab.content import Content, Text
 from omnilab.inputs import InputFile
 from omnilab.models.events import ModelCallEvent
@@ -54,7 +54,7 @@ ModelCall = ModelCallEvent
 
 
 class _Event(BaseModel):
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=new_id)
     timestamp: float = Field(default_factory=time.time)
     """Unix time the event happened."""
     parent_id: str | None = None

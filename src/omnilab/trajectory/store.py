@@ -16,13 +16,13 @@ import datetime as dt
 import json
 import os
 import threading
-import uuid
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab._ids import new_id
 from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import Message, ToolCall, Usage
@@ -75,7 +75,7 @@ class TrajectoryWriter:
     def __init__(self, path: Path, *, run_id: str | None = None, durable: bool = False) -> None:
         self.path = Path(path)
         self.durable = durable
-        self.run_id = run_id or uuid.uuid4().hex
+        self.run_id = run_id or new_id()
         self.header = TrajectoryHeader(
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         )
