@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("omnilab.cli.trace:trace", "Print a saved trajectory step by step."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
+    "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),
 }
 """Every sub-command: name -> (``module:attr``, short help)."""
 

@@ -1,0 +1,1 @@
+"""Entry points that serve omnilab to other programs: the MCP server (``omnilab mcp``)."""
