@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
     "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),
+    "serve": (
+        "omnilab.cli.serve:serve",
+        "Serve agents over HTTP (ask with uploads, streamed steps).",
+    ),
 }
 """Every sub-command: name -> (``module:attr``, short help)."""
 

@@ -1,0 +1,219 @@
+"""``omnilab serve``: ask an agent over HTTP and watch each step as it happens.
+
+- ``POST /v1/ask`` (multipart form): ``question``, ``files`` (uploads) and/or ``paths`` (files
+  under the server's ``--media-root``, given relative to it), optional ``model``, ``agent``,
+  ``agent_options`` (JSON), ``max_turns``, ``stream``. With ``stream=true`` the reply is
+  server-sent events: one ``event: step`` per trajectory event (its JSON), then ``event: result``;
+  without it, the result as JSON once the run ends.
+- ``GET /v1/runs``, ``GET /v1/runs/{id}``, ``GET /v1/runs/{id}/trajectory`` (the JSONL file).
+- ``GET /v1/health``.
+
+Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
+trajectory; the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
+are refused (413) and their partial files removed; referenced paths outside the media root are
+refused (400). A client that disconnects from a stream cancels its run, which still records its
+end. With a token, every request but ``/v1/health`` needs ``Authorization: Bearer TOKEN``.
+The server binds to 127.0.0.1 unless told otherwise (``omnilab serve --host``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+
+from omnilab.api import AskResult, ask_async, new_run_dir
+from omnilab.errors import OmnilabError
+from omnilab.trajectory import Event, EventAdapter, read_trajectory
+
+__all__ = ["create_app"]
+
+_CHUNK = 1 << 20
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _result_json(run_id: str, result: AskResult) -> dict[str, Any]:
+    return {
+        "run": run_id,
+        "answer": result.answer,
+        "status": result.status,
+        "turns": result.trajectory.run_end.turns if result.trajectory.run_end else None,
+    }
+
+
+async def _save_upload(upload: UploadFile, folder: Path, limit: int) -> Path:
+    name = _SAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
+    target = folder / name
+    stem, suffix, n = target.stem, target.suffix, 1
+    while target.exists():  # two uploads with one name keep both
+        target, n = folder / f"{stem}_{n}{suffix}", n + 1
+    size = 0
+    with target.open("wb") as out:
+        while chunk := await upload.read(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                out.close()
+                target.unlink(missing_ok=True)
+                raise HTTPException(413, f"{upload.filename}: larger than {limit >> 20} MiB")
+            out.write(chunk)
+    return target
+
+
+def create_app(
+    *,
+    runs_dir: Path,
+    model: str | None = None,
+    token: str | None = None,
+    media_root: Path | None = None,
+    max_upload_mb: int = 512,
+) -> FastAPI:
+    """The HTTP API (see the module docstring); ``model`` is the default agent model."""
+    runs_dir = runs_dir.expanduser().resolve()
+    root = media_root.expanduser().resolve() if media_root is not None else None
+    limit = max_upload_mb << 20
+    app = FastAPI(title="omnilab", docs_url=None, redoc_url=None)
+
+    def authorised(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise HTTPException(401, "missing or wrong bearer token")
+
+    guard = [Depends(authorised)]
+
+    @app.exception_handler(OmnilabError)
+    async def user_error(request: Request, exc: OmnilabError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    def _referenced(paths: list[str]) -> list[Path]:
+        out = []
+        for given in paths:
+            if root is None:
+                raise HTTPException(
+                    400, "this server takes uploads only (start it with --media-root)"
+                )
+            path = (root / given).resolve()
+            if not path.is_relative_to(root) or not path.is_file():
+                raise HTTPException(400, f"{given}: no such file under the media root")
+            out.append(path)
+        return out
+
+    @app.post("/v1/ask", dependencies=guard)
+    async def ask(
+        question: Annotated[str, Form()],
+        files: Annotated[list[UploadFile] | None, File()] = None,
+        paths: Annotated[list[str] | None, Form()] = None,
+        model_name: Annotated[str | None, Form(alias="model")] = None,
+        agent: Annotated[str, Form()] = "tir",
+        agent_options: Annotated[str | None, Form()] = None,
+        max_turns: Annotated[int | None, Form(ge=1)] = None,
+        stream: Annotated[bool, Form()] = False,
+    ) -> Any:
+        try:
+            options = json.loads(agent_options) if agent_options else None
+        except ValueError as e:
+            raise HTTPException(400, f"agent_options is not JSON: {e}") from None
+        if options is not None and not isinstance(options, dict):
+            raise HTTPException(400, "agent_options must be a JSON object")
+        referenced = _referenced(paths or [])
+        folder = new_run_dir(runs_dir)
+        uploads = folder / "inputs"
+        uploads.mkdir()
+        try:
+            saved = [await _save_upload(f, uploads, limit) for f in files or []]
+        except HTTPException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        inputs = [*saved, *referenced]
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+
+        async def run() -> AskResult:
+            try:
+                return await ask_async(
+                    inputs,
+                    question,
+                    model=model_name or model,
+                    agent=agent,
+                    agent_options=options,
+                    max_turns=max_turns,
+                    run_dir=folder,
+                    on_event=queue.put_nowait,
+                )
+            finally:
+                shutil.rmtree(folder / "workspace", ignore_errors=True)
+
+        if not stream:
+            result = await run()
+            return _result_json(folder.name, result)
+        task = asyncio.create_task(run())
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                while not (task.done() and queue.empty()):
+                    getter = asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait(
+                        {getter, task}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if getter in done:
+                        data = EventAdapter.dump_json(getter.result()).decode()
+                        yield f"event: step\ndata: {data}\n\n"
+                    else:
+                        getter.cancel()
+                try:
+                    body = json.dumps(_result_json(folder.name, task.result()))
+                except OmnilabError as e:
+                    body = json.dumps({"run": folder.name, "error": str(e)})
+                yield f"event: result\ndata: {body}\n\n"
+            finally:
+                # The client went away (or the stream ended): a run still going is cancelled,
+                # and records its end before the cancellation goes on.
+                if not task.done():
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    def _run_folder(run_id: str) -> Path:
+        folder = runs_dir / run_id
+        if not _RUN_ID.match(run_id) or not (folder / "trajectory.jsonl").is_file():
+            raise HTTPException(404, f"no run {run_id}")
+        return folder
+
+    @app.get("/v1/runs", dependencies=guard)
+    async def runs() -> list[dict[str, Any]]:
+        if not runs_dir.is_dir():
+            return []
+        found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
+        return [{"run": name} for name in found]
+
+    @app.get("/v1/runs/{run_id}", dependencies=guard)
+    async def run_info(run_id: str) -> dict[str, Any]:
+        traj = read_trajectory(_run_folder(run_id) / "trajectory.jsonl")
+        return {
+            "run": run_id,
+            "question": traj.run_start.question if traj.run_start else None,
+            "status": traj.status,
+            "answer": traj.answer,
+            "events": len(traj.events),
+        }
+
+    @app.get("/v1/runs/{run_id}/trajectory", dependencies=guard)
+    async def trajectory(run_id: str) -> FileResponse:
+        path = _run_folder(run_id) / "trajectory.jsonl"
+        return FileResponse(path, media_type="application/jsonl")
+
+    return app
