@@ -242,6 +242,16 @@ class BenchSettings(_Section):
     task_timeout_s: float | None = Field(default=1800.0, gt=0)
     """Hard limit on one task's agent run; past it the task fails as a timeout. ``None``: none."""
 
+    ray_address: str | None = None
+    """Ray cluster of ``--backend ray`` (``ray://host:10001``, ``auto``); unset: ``RAY_ADDRESS``,
+    else a local Ray started for the run."""
+
+    ray_cpus_per_task: float = Field(default=1.0, gt=0)
+    """CPUs each Ray worker reserves (it runs several model-bound tasks at once)."""
+
+    ray_task_retries: int = Field(default=1, ge=0)
+    """Times a task whose Ray worker died is run again on a new worker before it fails."""
+
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """USD per million prompt and completion tokens by model name or ``fnmatch`` pattern, e.g.
     ``{"openai:gpt-4o*" = [2.5, 10.0]}``; a task's cost is known when all its models have one."""

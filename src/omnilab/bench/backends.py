@@ -202,7 +202,11 @@ def _as_factory(value: object) -> Callable[[], Backend]:
 BACKENDS: Registry[Callable[[], Backend]] = Registry(
     "backend",
     group="omnilab.backends",
-    entries={"local": LocalBackend, "processes": ProcessBackend},
+    entries={
+        "local": LocalBackend,
+        "processes": ProcessBackend,
+        "ray": "omnilab.bench.backends_ray:RayBackend",
+    },
     error=BenchError,
     coerce=_as_factory,
 )

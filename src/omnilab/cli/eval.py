@@ -187,8 +187,9 @@ def eval_(
         str | None,
         typer.Option(
             "--backend",
-            help="Where tasks execute: local (this process) or processes (worker processes, "
-            "for CPU-heavy tasks) (default: local).",
+            help="Where tasks execute: local (this process), processes (worker processes, "
+            "for CPU-heavy tasks) or ray (a Ray cluster: bench.ray_address or RAY_ADDRESS, "
+            "else a local Ray) (default: local).",
         ),
     ] = None,
     samples: Annotated[

@@ -1,0 +1,96 @@
+"""``--backend ray`` on a local Ray with 2 CPUs: the same results as ``local``, trajectories
+written by the driver, a dead worker's task run again, resume after a partial run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from omnilab.bench.backends import get_backend
+from omnilab.bench.run_dir import RunDir
+from omnilab.bench.runner import Components, evaluate, new_config
+from omnilab.trajectory import read_trajectory
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+    yield
+    ray.shutdown()
+
+
+def dataset(tmp_path: Path, n: int) -> tuple[Path, str]:
+    data = tmp_path / "tasks.jsonl"
+    rows = [{"id": f"q{i}", "question": f"Colour {i}?", "answer": "blue"} for i in range(n)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["<answer>blue</answer>"] * (n + 2)))
+    return data, f"scripted:{script}"
+
+
+def outcome(run: Path) -> list[tuple[str, str | None, bool | None]]:
+    rows = RunDir(run).results()
+    return sorted((r.task_id, r.extracted, r.judged) for r in rows)
+
+
+def test_ray_gives_the_results_of_local(local_ray: None, tmp_path: Path) -> None:
+    data, model = dataset(tmp_path, 6)
+    config = new_config("jsonl", data, agent="tir", model=model, scorer="answer_set")
+    local = asyncio.run(evaluate(config, tmp_path / "local", concurrency=3))
+    on_ray = asyncio.run(
+        evaluate(config, tmp_path / "ray", concurrency=3, backend=get_backend("ray"))
+    )
+    assert outcome(tmp_path / "ray") == outcome(tmp_path / "local")
+    assert on_ray.summary.pass_at_1 == local.summary.pass_at_1
+    for i in range(6):  # the driver wrote each trajectory from the worker's copy
+        traj = read_trajectory(RunDir(tmp_path / "ray").trajectory_file(f"q{i}"))
+        assert traj.status == "answered" and traj.answer == "blue"
+
+
+def test_a_dead_worker_s_task_runs_again(local_ray: None, tmp_path: Path) -> None:
+    from ray_helpers import DyingAgent
+
+    data, model = dataset(tmp_path, 4)
+    marker = tmp_path / "die-once"
+    marker.write_text("")
+    config = new_config("jsonl", data, agent="tir", model=model, scorer="answer_set")
+    parts = Components(agent=DyingAgent(marker))
+    done = asyncio.run(
+        evaluate(
+            config, tmp_path / "run", concurrency=2, components=parts, backend=get_backend("ray")
+        )
+    )
+    assert not marker.exists()  # the worker died once on q1
+    assert done.failed == 0 and done.summary.pass_at_1.correct == 4
+    assert [r.task_id for r in RunDir(tmp_path / "run").results()].count("q1") == 1
+
+
+def test_a_partial_ray_run_resumes(local_ray: None, tmp_path: Path) -> None:
+    data, model = dataset(tmp_path, 5)
+    config = new_config("jsonl", data, agent="tir", model=model, scorer="answer_set")
+    out = tmp_path / "run"
+    asyncio.run(evaluate(config, out, concurrency=2, backend=get_backend("ray")))
+    results = RunDir(out).results_file
+    kept = results.read_text().splitlines()[:2]  # as if the driver was killed after two
+    results.write_text("".join(line + "\n" for line in kept))
+    again = asyncio.run(
+        evaluate(config, out, resume=True, concurrency=2, backend=get_backend("ray"))
+    )
+    assert (again.already_done, again.ran) == (2, 3)
+    assert sorted(r.task_id for r in RunDir(out).results()) == [f"q{i}" for i in range(5)]
