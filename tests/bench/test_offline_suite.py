@@ -80,6 +80,11 @@ def test_scored_by_the_reply_without_answer_tags(suite: Path) -> None:
     assert not right(word, "sunflowers")
     # A reply that lists everything is not an answer.
     assert not right(word, " ".join(["harbor", "velvet", "sunflower"] + ["word"] * 30))
+    # Nor one that names the wrong choice beside the right one.
+    tone_first = tasks["silence-1"]
+    assert right(tone_first, "The first part is a sound.")
+    assert not right(tone_first, "It is either silence or a sound.")
+    assert not right(tone_first, "silence")
 
 
 def test_eval_offline_suite_end_to_end(suite: Path, tmp_path: Path) -> None:

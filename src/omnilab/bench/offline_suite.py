@@ -13,6 +13,7 @@ Not covered (no speech synthesis ships in a wheel here): spoken words and number
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ __all__ = [
     "suite_items",
 ]
 
-SUITE_VERSION = 1
+SUITE_VERSION = 3
 """Bumped whenever a task, its media or its answers change (the cached copy is rebuilt)."""
 SUITE_FILE = "offline_suite.jsonl"
 
@@ -62,6 +63,8 @@ class SuiteItem:
     answers: list[str]
     file: str
     make: Callable[[Path], object] = field(repr=False, compare=False)
+    wrong: tuple[str, ...] = ()
+    """Choices the question offers that are wrong: a reply naming one of them is wrong."""
 
 
 def _talk(texts: list[str], seconds: float = 2.5) -> Callable[[Path], object]:
@@ -166,13 +169,20 @@ def _items() -> Iterator[SuiteItem]:
             [first, "a sound" if first == "sound" else "silent"],
             f"silence_{i}.wav",
             _tone_then_silence(tone_first),
+            wrong=(second, "a sound" if second == "sound" else "silent"),
         )
-        del second
 
 
 def suite_items() -> list[SuiteItem]:
-    """The tasks of the suite, in a fixed order."""
-    return list(_items())
+    """The tasks of the suite, in a fixed order.
+
+    Files are named ``task_NN`` (version 2): the family in a file name ("screen_word_2.mp4")
+    hinted at the question, and small models copied the name as their answer.
+    """
+    return [
+        dataclasses.replace(item, file=f"task_{n:02d}{Path(item.file).suffix}")
+        for n, item in enumerate(_items(), 1)
+    ]
 
 
 def build_suite(folder: Path) -> Path:
@@ -192,6 +202,8 @@ def build_suite(folder: Path) -> Path:
             "answers": item.answers,
             "category": item.family,
         }
+        if item.wrong:
+            record["metadata"] = {"wrong_answers": "|".join(item.wrong)}
         lines.append(json.dumps(record))
     write_atomic(out, "\n".join(lines) + "\n")
     write_atomic(stamp, str(SUITE_VERSION))

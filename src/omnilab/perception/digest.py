@@ -125,10 +125,15 @@ def _digest_one(path: Path, opts: DigestOptions, on_progress: Progress | None) -
         if opts.ocr:
             fields["screen_text"] = parts.image_text()
     else:
-        if opts.transcript:
-            fields["transcript"] = parts.run("transcript", parts.transcript)
-        if opts.events:
-            fields["events"] = parts.run("events", parts.events)
+        if not info.has_audio and (opts.transcript or opts.events):
+            # One line, not one error per audio part: small models read every repeated
+            # mention of the file as a hint (the summary line already says "no audio").
+            parts.notes.append("no audio track: no transcript or audio events")
+        elif opts.transcript or opts.events:
+            if opts.transcript:
+                fields["transcript"] = parts.run("transcript", parts.transcript)
+            if opts.events:
+                fields["events"] = parts.run("events", parts.events)
         if info.has_video and (opts.shots or opts.ocr or opts.sheet):
             shots = parts.run("shots", parts.shots)
             if opts.shots:

@@ -2,7 +2,9 @@
 
 Right when an acceptable answer occurs in the reply as whole words (case and punctuation
 ignored) and the reply is short (at most :data:`MAX_WORDS` words), so a reply cannot score by
-listing every candidate. The ``<answer>`` span is used when there is one. Used by the offline
+listing every candidate; a reply that also names a wrong choice (a task's options that are not
+an answer, or the ``wrong_answers`` attribute, ``|``-separated) is wrong too ("either silence or
+a sound" does not answer "silence or sound?"). The ``<answer>`` span is used when there is one. Used by the offline
 suite, where tiny embedded models answer in a sentence ("The word on screen is SUNFLOWER.")
 more often than in tags; benchmarks keep their own, stricter scorers.
 """
@@ -32,6 +34,13 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
+def _wrong_choices(task: Task) -> list[str]:
+    right = {" ".join(words(a)) for a in task.answers.all}
+    listed = list((task.metadata.options or {}).values())
+    listed += task.metadata.attributes.get("wrong_answers", "").split("|")
+    return [c for c in listed if c.strip() and " ".join(words(c)) not in right]
+
+
 class AnswerInReply:
     """Right when an acceptable answer appears as whole words in a short reply."""
 
@@ -42,8 +51,10 @@ class AnswerInReply:
         extracted = extract_answer(prediction)
         candidate = (extracted if extracted is not None else prediction).strip()
         reply = words(candidate)
-        correct = len(reply) <= MAX_WORDS and any(
-            _contains(reply, words(answer)) for answer in task.answers.all
+        correct = (
+            len(reply) <= MAX_WORDS
+            and any(_contains(reply, words(answer)) for answer in task.answers.all)
+            and not any(_contains(reply, words(wrong)) for wrong in _wrong_choices(task))
         )
         return Score(
             scorer=self.name,
