@@ -45,6 +45,7 @@ from typing import Any
 
 from omnilab.agents.base import AgentContext, AgentTask
 from omnilab.agents.registry import get_agent
+from omnilab.bench.backends import get_backend
 from omnilab.bench.runner import Components, execute, new_config, plan_run
 from omnilab.bench.scoring import AnswerSetMatch, extract_answer
 from omnilab.media import synth
@@ -136,7 +137,13 @@ def _rss_mb() -> float:
 
 
 async def _run(
-    folder: Path, agent: str, tasks: int, concurrency: int, latency: float, calls: int
+    folder: Path,
+    agent: str,
+    tasks: int,
+    concurrency: int,
+    latency: float,
+    calls: int,
+    backend: str = "local",
 ) -> dict[str, Any]:
     data = write_dataset(folder, tasks)
     config = new_config(
@@ -162,7 +169,9 @@ async def _run(
 
     sampler = asyncio.create_task(sample())
     started = time.perf_counter()
-    outcome = await execute(plan, concurrency=concurrency, components=parts)
+    outcome = await execute(
+        plan, concurrency=concurrency, components=parts, backend=get_backend(backend)
+    )
     wall = time.perf_counter() - started
     sampler.cancel()
     lines = len((folder / "run" / "results.jsonl").read_text().splitlines())
@@ -179,11 +188,17 @@ async def _run(
 
 
 def run_once(
-    out: Path | None, agent: str, tasks: int, concurrency: int, latency: float, calls: int
+    out: Path | None,
+    agent: str,
+    tasks: int,
+    concurrency: int,
+    latency: float,
+    calls: int,
+    backend: str = "local",
 ) -> dict[str, Any]:
     """One measured run in this process, in a fresh folder under ``out``."""
     with tempfile.TemporaryDirectory(dir=out, prefix="harness-") as tmp:
-        return asyncio.run(_run(Path(tmp), agent, tasks, concurrency, latency, calls))
+        return asyncio.run(_run(Path(tmp), agent, tasks, concurrency, latency, calls, backend))
 
 
 def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> dict[str, Any]:
@@ -263,6 +278,9 @@ def main() -> None:
     parser.add_argument("--memory-sizes", default="250,1000,2000")
     parser.add_argument("--e2e-tasks", type=int, default=1000)
     parser.add_argument("--only", choices=("throughput", "memory", "e2e"), default=None)
+    parser.add_argument(
+        "--backend", default="local", help="throughput: local or ray (a local Ray on this machine)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -294,10 +312,12 @@ def main() -> None:
 def _throughput(args: argparse.Namespace) -> None:
     print(
         f"throughput: {args.tasks} tasks x {args.calls} calls x {args.latency * 1000:.0f} ms, "
-        f"concurrency {args.concurrency}"
+        f"concurrency {args.concurrency}, backend {args.backend}"
     )
     for agent in ("stand-in", "tir"):
-        r = run_once(args.out, agent, args.tasks, args.concurrency, args.latency, args.calls)
+        r = run_once(
+            args.out, agent, args.tasks, args.concurrency, args.latency, args.calls, args.backend
+        )
         ratio = r["wall_s"] / r["ideal_s"]
         verdict = "PASS" if ratio <= 1.3 else "FAIL"
         print(
