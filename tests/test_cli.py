@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import wave
 from pathlib import Path
 
