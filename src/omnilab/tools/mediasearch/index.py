@@ -200,10 +200,15 @@ def build_media_index(
         with (tmp / "entries.jsonl").open("w", encoding="utf-8") as f:
             for record in records:
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        tokens = tokenize([f"{r['title']}\n{r['text']}" for r in records])
+        if not any(tokens):
+            raise WebError(
+                WebErrorCode.BAD_CORPUS,
+                f"nothing to search by in {source}: no file names, sidecars or text with words; "
+                "add sidecar captions (photo.txt or photo.json beside photo.jpg)",
+            )
         retriever = bm25s.BM25()
-        retriever.index(
-            tokenize([f"{r['title']}\n{r['text']}" for r in records]), show_progress=False
-        )
+        retriever.index(tokens, show_progress=False)
         retriever.save(str(tmp / "bm25"), show_progress=False)
         manifest = MediaIndexManifest(
             kind=kind,
