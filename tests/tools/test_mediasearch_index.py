@@ -12,6 +12,7 @@ from PIL import Image as PILImage
 from typer.testing import CliRunner
 
 from omnilab.cli.main import app
+from omnilab.media.audio import audio_samples
 from omnilab.media.synth import make_image, make_video
 from omnilab.perception.samples import Slide, make_talk
 from omnilab.tools.mediasearch import MediaSearch, build_media_index, open_media_index
@@ -19,6 +20,7 @@ from omnilab.tools.web import WebError, WebErrorCode
 from omnilab.tools.web.index import build_index
 
 runner = CliRunner()
+SPEECH = Path(__file__).resolve().parents[1] / "data" / "speech" / "two_cities_part1.wav"
 
 
 @pytest.fixture()
@@ -73,20 +75,23 @@ def test_video_index_points_at_time_ranges(tmp_path: Path) -> None:
     folder = tmp_path / "videos"
     folder.mkdir()
     slides = [
-        Slide("CAPE LUMEN", 4.0),
-        Slide("QUIET SEA", 30.0, background=(60, 60, 60)),
-        Slide("PORT ARDENT FERRY", 4.0, background=(120, 20, 20)),
+        Slide("CAPE LUMEN", 3.0),
+        Slide("QUIET SEA", 6.0, background=(60, 60, 60)),
+        Slide("PORT ARDENT FERRY", 3.0, background=(120, 20, 20)),
     ]
-    make_talk(folder / "harbour_tour.mp4", slides, size=(640, 360), fps=5)
+    speech = audio_samples(SPEECH, 0.0, 8.5, sample_rate=16_000)  # "It was the best of times"
+    make_talk(folder / "harbour_tour.mp4", slides, speech=speech, size=(640, 360), fps=5)
     (folder / "harbour_tour.json").write_text(json.dumps({"title": "Harbour tour"}), "utf-8")
-    out = build_media_index("video", folder, tmp_path / "ix")
+    out = build_media_index("video", folder, tmp_path / "ix", passage_seconds=8.0)
     index = open_media_index(out, "video")
     (hit,) = index.search("ardent ferry", top_k=3)
-    assert hit.title == "Harbour tour" and hit.start_s is not None and hit.start_s >= 30
+    assert hit.title == "Harbour tour" and hit.start_s is not None and hit.start_s >= 8
     assert hit.url.startswith("video://harbour_tour.mp4#t=")
     assert hit.thumbnail is not None and Path(hit.thumbnail).is_file()
     (first,) = index.search("cape lumen", top_k=3)
-    assert first.start_s is not None and first.start_s < 30
+    assert first.start_s is not None and first.start_s < 8
+    (said,) = index.search("age of foolishness", top_k=3)  # found by its transcript
+    assert said.start_s is not None and said.start_s < 8 and "foolishness" in said.snippet
 
 
 def test_video_index_without_digest_uses_names_and_sidecars(tmp_path: Path) -> None:

@@ -290,3 +290,46 @@ def test_rendered_results_carry_each_thumbnail_after_its_text(
     assert "picture" not in parts[4].text  # type: ignore[union-attr]
     without = asyncio.run(render_results("q", hits, images=False))
     assert [p.type for p in without] == ["text", "text", "text"]
+
+
+def test_deepsearch_agent_on_serper_shows_pictures_and_never_records_the_key(
+    web: FakeWeb, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from omnilab.agents import AgentContext, AgentTask, Budgets, get_agent
+    from omnilab.inputs import InputSet
+    from omnilab.media.synth import make_audio
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.models.model import Model
+    from omnilab.models.providers.scripted import OutputStep, ScriptedAdapter, text
+    from omnilab.models.types import Message, ModelOutput, ToolCall
+    from omnilab.trajectory import TrajectoryWriter
+
+    monkeypatch.setenv("OMNILAB_WEB__SERPER_URL", web.url)
+    _allow_private(monkeypatch)
+    images = {
+        "images": [
+            {"title": "Crest", "imageUrl": web.url + "/crest.png", "link": "https://p.example"}
+        ]
+    }
+    web.routes["/images"] = Reply.json(images)
+    web.routes["/crest.png"] = Reply(200, png("yellow"), {"Content-Type": "image/png"})
+    call = ToolCall(name="image_search_by_text_query", arguments={"query_list": ["crest"]})
+    steps = [
+        OutputStep(output=ModelOutput(message=Message.assistant("", tool_calls=[call]))),
+        text("<answer>key</answer>"),
+    ]
+    adapter = ScriptedAdapter(steps, name="scripted:eye", capabilities=Capabilities(image=True))
+    model = Model(adapter, name="scripted:eye")
+    clip = make_audio(tmp_path / "c.wav", duration=0.5, sample_rate=16_000)
+    task = AgentTask(id="t", question="What is held?", inputs=list(InputSet.from_paths([clip])))
+    path = tmp_path / "run.jsonl"
+    with TrajectoryWriter(path) as writer:
+        ctx = AgentContext(
+            model=model, roles={}, tools=None, budgets=Budgets(), workspace=tmp_path / "ws",
+            trajectory=writer,
+        )  # fmt: skip
+        asyncio.run(get_agent("deepsearch", search="serper", audio="transcript").run(task, ctx))
+    sent = adapter.requests[1][0][-1]
+    assert [p.type for p in sent.content] == ["text", "image"]
+    assert web.requests_to("/images")[0].headers["x-api-key"] == KEY
+    assert KEY not in path.read_text(encoding="utf-8")

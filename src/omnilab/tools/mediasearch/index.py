@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from omnilab.tools.mediasearch.sources import (
     IMAGE_SUFFIXES,
+    PASSAGE_SECONDS,
     VIDEO_SUFFIXES,
     exif_text,
     media_files,
@@ -114,7 +115,7 @@ def _image_records(
 
 
 def _video_records(
-    path: Path, rel: str, thumbs: Path, notes: list[str], digest: bool
+    path: Path, rel: str, thumbs: Path, notes: list[str], digest: bool, seconds: float
 ) -> list[dict[str, Any]]:
     from omnilab.media.errors import MediaError
     from omnilab.media.probe import probe
@@ -127,7 +128,7 @@ def _video_records(
     except MediaError as e:
         notes.append(f"{rel}: {e}")
         return []
-    passages, more = video_passages(path, digest=digest)
+    passages, more = video_passages(path, digest=digest, seconds=seconds)
     notes += more
     base = f"{title} {name_words(path)} {side.text}"
     spans = [(p.start, p.end, p.text) for p in passages] or [(0.0, duration, "")]
@@ -165,12 +166,14 @@ def build_media_index(
     *,
     ocr: bool = True,
     digest: bool = True,
+    passage_seconds: float = PASSAGE_SECONDS,
     on_progress: Progress | None = None,
 ) -> Path:
     """Index the images or videos under ``source`` into ``out`` (see the module docstring).
 
     An index already in ``out`` is replaced whole once the new one is complete; a folder that
-    is not a media index is never overwritten. Returns ``out``.
+    is not a media index is never overwritten. Videos are cut into passages of about
+    ``passage_seconds`` (30). Returns ``out``.
     """
     import bm25s
 
@@ -192,7 +195,7 @@ def build_media_index(
             if kind == "image":
                 records += _image_records(path, rel, thumbs, notes, ocr)
             else:
-                records += _video_records(path, rel, thumbs, notes, digest)
+                records += _video_records(path, rel, thumbs, notes, digest, passage_seconds)
             if on_progress is not None:
                 on_progress(done, len(files), path.name)
         if not records:

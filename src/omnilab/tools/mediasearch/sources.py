@@ -140,10 +140,10 @@ def exif_text(path: Path) -> str:
     return "; ".join(values)
 
 
-def _windows(items: list[tuple[float, float, str]]) -> Iterator[_Window]:
+def _windows(items: list[tuple[float, float, str]], seconds: float) -> Iterator[_Window]:
     current: _Window | None = None
     for start, end, text in sorted(items):
-        if current is not None and start - current.start >= PASSAGE_SECONDS:
+        if current is not None and start - current.start >= seconds:
             yield current
             current = None
         if current is None:
@@ -154,9 +154,12 @@ def _windows(items: list[tuple[float, float, str]]) -> Iterator[_Window]:
         yield current
 
 
-def video_passages(path: Path, *, digest: bool) -> tuple[list[Passage], list[str]]:
-    """Timed passages of what is said (transcript) and shown (on-screen text) in a video, and
-    notes on what could not be read. Without ``digest`` there are none."""
+def video_passages(
+    path: Path, *, digest: bool, seconds: float = PASSAGE_SECONDS
+) -> tuple[list[Passage], list[str]]:
+    """Timed passages (about ``seconds`` long) of what is said (transcript) and shown
+    (on-screen text) in a video, and notes on what could not be read. Without ``digest`` there
+    are none."""
     if not digest:
         return [], []
     from omnilab.errors import OmnilabError
@@ -176,6 +179,6 @@ def video_passages(path: Path, *, digest: bool) -> tuple[list[Passage], list[str
             items.append((t, t, f"[on screen] {line.text}"))
     passages = [
         Passage(round(w.start, 2), round(w.end, 2), " ".join(x for x in w.lines if x))
-        for w in _windows([i for i in items if i[2]])
+        for w in _windows([i for i in items if i[2]], seconds)
     ]
     return passages, list(evidence.notes)
