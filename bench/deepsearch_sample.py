@@ -1,4 +1,4 @@
-"""Write the offline Omni-DeepSearch sample (omnilab.agents.deepsearch.sample) into a folder,
+"""Write the offline Omni-DeepSearch sample (omnilab.tools.mediasearch.sample) into a folder,
 with the repository's speech sample as the spoken clip, and print how to evaluate it.
 
     python bench/deepsearch_sample.py /tmp/ds-sample
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from omnilab.agents.deepsearch.sample import make_sample
+from omnilab.tools.mediasearch.sample import make_sample
 
 SPEECH = Path(__file__).resolve().parents[1] / "tests" / "data" / "speech" / "two_cities_part1.wav"
 

@@ -12,12 +12,12 @@ import pytest
 from agentkit import scripted
 from typer.testing import CliRunner
 
-from omnilab.agents.deepsearch.sample import make_sample
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.scoring import MajorityVote
 from omnilab.bench.search_stats import run_search_stats
 from omnilab.cli.main import app
 from omnilab.models.providers.scripted import text
+from omnilab.tools.mediasearch.sample import make_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEECH = ROOT / "tests" / "data" / "speech" / "two_cities_part1.wav"
@@ -161,3 +161,30 @@ def test_ask_shows_each_search_and_the_budget_left(sample: Path, tmp_path: Path)
     assert "Port Ardent crest" in done.output
     assert "image_search_by_text_query 9/10" in done.output
     assert "a golden key" in done.output
+
+
+@pytest.mark.slow
+def test_eval_without_data_runs_the_cached_sample_on_its_indexes(tmp_path: Path) -> None:
+    model = script(
+        tmp_path / "agent.json",
+        {
+            "outputs": [
+                search_step("image_search_by_text_query", "Port Ardent crest"),
+                {"text": "<answer>golden key</answer>"},
+            ],
+            "repeat": True,
+        },
+    )
+    out = tmp_path / "run"
+    args = [
+        "eval", "omni-deepsearch", "--agent", "deepsearch", "--model", model,
+        "--scorer", "answer_set", "--concurrency", "1", "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+    done = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert done.exit_code == 0, (done.output, done.exception)
+    results = {
+        r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    }
+    assert set(results) == {"ds-music-image", "ds-animal-image", "ds-ambient-video"}
+    assert results["ds-animal-image"]["judged"] is True  # found in the sample's image index
+    assert results["ds-music-image"]["judged"] is False

@@ -10,7 +10,7 @@ tools disabled. The answer is the last ``<answer>...</answer>``.
 
 Every step is in the trajectory: each search with its results, a ``StepNote`` with the
 searches left per tool after each one, and a closing ``search budget`` note (used, limits,
-exhausted tools) that :mod:`omnilab.bench.deepsearch_stats` reads.
+exhausted tools) that :mod:`omnilab.bench.search_stats` reads.
 """
 
 from __future__ import annotations

@@ -17,9 +17,12 @@ __all__ = ["LocalMedia"]
 
 class LocalMedia:
     """Searches local indexes. ``index_dir`` may hold ``text/``, ``image/`` and ``video/``
-    indexes (what :mod:`omnilab.agents.deepsearch.sample` builds); ``text_index``,
-    ``image_index`` and ``video_index`` name each one instead. Without a text index, web search
-    uses ``web.index_dir``, else the sample corpus shipped with omnilab.
+    indexes (what :mod:`omnilab.tools.mediasearch.sample` builds); ``text_index``,
+    ``image_index`` and ``video_index`` name each one instead. Given none of these, all three
+    kinds search the offline sample's indexes (:func:`~omnilab.tools.mediasearch.sample.
+    sample_folder`, built on the first search). Given some, a kind without an index answers
+    ``NO_INDEX``, except web search, which falls back to ``web.index_dir``, else the sample
+    corpus shipped with omnilab.
     """
 
     name = "local"
@@ -46,6 +49,7 @@ class LocalMedia:
         self.text_index = pick(text_index, "text")
         self.image_index = pick(image_index, "image")
         self.video_index = pick(video_index, "video")
+        self.use_sample = all(x is None for x in (index_dir, text_index, image_index, video_index))
 
     def __repr__(self) -> str:
         return (
@@ -58,6 +62,12 @@ class LocalMedia:
         return await asyncio.to_thread(self._search, query, kind, top_k)
 
     def _search(self, query: str, kind: SearchKind, top_k: int) -> list[MediaHit]:
+        if self.use_sample:
+            from omnilab.tools.mediasearch.sample import sample_folder
+
+            root = sample_folder() / "index"
+            self.text_index, self.image_index = root / "text", root / "image"
+            self.video_index, self.use_sample = root / "video", False
         if kind == "web":
             return self._web(query, top_k)
         path = self.image_index if kind == "image" else self.video_index

@@ -10,8 +10,11 @@ indexes and questions with answers, made on the spot so that ``omnilab eval omni
     out/index/{text,image,video}   the local indexes (``-O index_dir=out/index``)
 
 The facts about Cape Lumen, Port Ardent and its orchestra are made up for this sample (so no
-model knows them without searching); the Dickens facts are real. Run ``python
-bench/deepsearch_sample.py OUT`` from the repository (it passes the shipped speech sample).
+model knows them without searching); the Dickens facts are real. ``python
+bench/deepsearch_sample.py OUT`` (in the repository) passes the shipped speech sample and writes
+all five tasks; :func:`sample_folder`, what ``omnilab eval omni-deepsearch`` without ``--data``
+and the ``local`` provider without indexes use, is built once in the cache without speech (no
+speech ships in the package), so it holds the three tasks that need none.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SAMPLE_VERSION", "make_sample"]
+from omnilab.config import get_settings
+
+__all__ = ["SAMPLE_VERSION", "make_sample", "sample_folder"]
 
 SAMPLE_VERSION = 1
 _RATE = 16_000
@@ -218,3 +223,16 @@ def make_sample(out: Path, *, speech: Path | None = None, digest: bool = True) -
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "sample.json").write_text(json.dumps({"version": SAMPLE_VERSION}), encoding="utf-8")
     return data
+
+
+def sample_folder() -> Path:
+    """The sample built without speech under ``cache_dir/mediasearch``, on the first call (a
+    file lock keeps concurrent first calls from building it twice)."""
+    from filelock import FileLock
+
+    out = get_settings().cache_dir / "mediasearch" / f"sample-v{SAMPLE_VERSION}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out) + ".lock"):
+        if not (out / "sample.json").is_file():
+            make_sample(out)
+    return out
