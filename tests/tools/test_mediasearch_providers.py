@@ -165,6 +165,23 @@ def test_searxng_categories(web: FakeWeb) -> None:
     assert found["video"].duration == "0:42" and found["web"].thumbnail is None
 
 
+def test_an_api_cannot_make_us_read_a_local_file(web: FakeWeb, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.jpg"
+    PILImage.new("RGB", (8, 8)).save(secret)
+    web.routes["/images"] = Reply.json(
+        {
+            "images": [
+                {"title": "x", "imageUrl": "https://i.example/x.jpg", "thumbnailUrl": str(secret)}
+            ]
+        }
+    )
+    (hit,) = find("serper", web, "image")
+    assert hit.thumbnail is None and hit.url == "https://i.example/x.jpg"  # path dropped
+    forged = MediaHit(kind="image", title="x", url="u", thumbnail=str(secret), provider="serper")
+    parts = asyncio.run(render_results("q", [forged], images=True))
+    assert [p.type for p in parts] == ["text"]
+
+
 def test_tavily_text_and_images_but_no_video(web: FakeWeb) -> None:
     web.routes["/search"] = Reply.json(
         {

@@ -279,7 +279,8 @@ class MediaIndex:
             title=str(record["title"]),
             url=url,
             snippet=make_snippet(str(record.get("caption") or record["text"]), terms),
-            thumbnail=str(self.path / "thumbs" / thumb) if thumb else None,
+            # The file name only: a hand-edited entry cannot point outside the index.
+            thumbnail=str(self.path / "thumbs" / Path(thumb).name) if thumb else None,
             source_page=record.get("url"),
             start_s=start,
             end_s=end,

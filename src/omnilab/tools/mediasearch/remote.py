@@ -44,6 +44,10 @@ class _Media(RemoteProvider):
             )
 
     def _hit(self, kind: SearchKind, **fields: Any) -> MediaHit:
+        # A thumbnail from an API is fetched, never read from disk: only http(s) URLs are kept.
+        thumb = fields.get("thumbnail")
+        if thumb is not None and not str(thumb).startswith(("http://", "https://")):
+            fields["thumbnail"] = None
         return MediaHit(kind=kind, provider=self.name, **fields)
 
 

@@ -87,6 +87,8 @@ async def _picture(hit: MediaHit) -> Path | None:
         return None
     if hit.thumbnail.startswith(("http://", "https://")):
         return await fetch_thumbnail(hit.thumbnail)
+    if hit.provider != "local":  # only a local index names files (its own thumbnails)
+        return None
     path = Path(hit.thumbnail)
     return path if path.is_file() else None
 
