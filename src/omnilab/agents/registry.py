@@ -43,7 +43,10 @@ def _factory(value: Any) -> AgentFactory:
 AGENTS: Registry[AgentFactory] = Registry(
     "agent",
     group="omnilab.agents",
-    entries={"tir": "omnilab.agents.tir:TirAgent"},
+    entries={
+        "tir": "omnilab.agents.tir:TirAgent",
+        "deepsearch": "omnilab.agents.deepsearch:DeepSearchAgent",
+    },
     error=AgentConfigError,
     coerce=_factory,
 )

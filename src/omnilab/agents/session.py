@@ -121,7 +121,8 @@ class AgentRun:
     ``calls_per_turn`` caps the calls of one reply that run (the rest get ``TOO_MANY_CALLS``);
     a call of a ``terminal_tools`` tool (or a result whose metadata says ``terminal``) that
     succeeds ends the run; the same call with the same arguments a ``repeat_notice_at``-th time
-    or later gets a notice appended to its result.
+    or later gets a notice appended to its result; ``check_call`` may refuse a call before it
+    runs (a scaffold's argument rule): the refusal is its result and it uses no budget.
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class AgentRun:
         terminal_tools: Collection[str] = (),
         max_observation_chars: int | None = None,
         repeat_notice_at: int = 3,
+        check_call: Callable[[ToolCall], ToolResult | None] | None = None,
         branch_of: tuple[str, str] | None = None,
     ) -> None:
         self.task = task
@@ -145,6 +147,7 @@ class AgentRun:
             tool_budgets=tool_budgets,
             calls_per_turn=calls_per_turn,
             repeat_notice_at=repeat_notice_at,
+            check=check_call,
         )
         """Per-tool budgets, the per-turn limit and the repeat notice."""
         self.terminal_tools = frozenset(terminal_tools)

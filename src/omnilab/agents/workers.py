@@ -7,7 +7,8 @@ gets ``TIMEOUT``. Each result is then fitted to the model that reads it: media i
 become a short text note, and text can be cut to a length (head and tail).
 
 :class:`ToolGate` decides before a call runs: a call past its tool's budget gets
-``TOOL_BUDGET``, a call past the per-turn limit ``TOO_MANY_CALLS`` (neither runs); and after:
+``TOOL_BUDGET``, a call past the per-turn limit ``TOO_MANY_CALLS``, a call the scaffold's own
+``check`` refuses gets that refusal (none of these runs or counts as a use); and after:
 the same call with the same arguments a third time (and after) gets a notice appended.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from omnilab.agents.base import AgentConfigError
@@ -155,12 +156,16 @@ class ToolGate:
         tool_budgets: Mapping[str, int] | None = None,
         calls_per_turn: int | None = None,
         repeat_notice_at: int = 3,
+        check: Callable[[ToolCall], ToolResult | None] | None = None,
     ) -> None:
         if calls_per_turn is not None and calls_per_turn < 1:
             raise AgentConfigError(f"calls_per_turn must be at least 1 (got {calls_per_turn})")
         self.tool_budgets = dict(tool_budgets or {})
         self.calls_per_turn = calls_per_turn
         self.repeat_notice_at = repeat_notice_at
+        self.check = check
+        """A scaffold's rule on arguments (e.g. one query per call): its refusal is sent back
+        instead of running the call, and the call does not count against the tool's budget."""
         self.uses: dict[str, int] = {}
         """Calls run so far, by tool name (what ``tool_budgets`` counts)."""
         self._repeats: dict[str, int] = {}
@@ -184,6 +189,10 @@ class ToolGate:
                 f"only {n} tool call{'s' if n > 1 else ''} per turn; this call was not run "
                 "(make it in a later turn)",
             )
+        if self.check is not None:
+            refused = self.check(call)
+            if refused is not None:
+                return refused
         limit = self.tool_budgets.get(call.name)
         if limit is not None and self.uses.get(call.name, 0) >= limit:
             return ToolResult.fail(

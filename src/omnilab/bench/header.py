@@ -234,18 +234,20 @@ def render_header(header: RunHeader) -> list[str]:
 def ask_header(
     files: Sequence[str | Path],
     *,
+    agent: str = "tir",
     model: str | None = None,
     mode: str | None = None,
     tools: Sequence[str] | None = None,
     budgets: Mapping[str, Any] | None = None,
 ) -> RunHeader:
-    """The header of ``omnilab ask`` on ``files`` (the model named, else the default one)."""
+    """The header of ``omnilab ask`` running ``agent`` on ``files`` (the model named, else the
+    default one)."""
     from omnilab.inputs import InputSet
     from omnilab.models import get_model
 
     given = {k: v for k, v in (budgets or {}).items() if v is not None}
     return run_header(
-        agent="tir",
+        agent=agent,
         model=get_model(model),
         agent_options={"mode": mode} if mode else None,
         tools=tools,

@@ -67,6 +67,11 @@ def _render_outcome(outcome: RunOutcome, console: Console) -> None:
         console.print(renderable)
     for line in sample_lines(outcome.summary.samples):
         console.print(line)
+    from omnilab.bench.search_stats import run_search_stats, search_table
+
+    searches = run_search_stats(run.path)  # deepsearch runs: searches and budgets
+    if searches is not None:
+        console.print(search_table(searches))
     what = "tasks" if outcome.summary.samples is None else "rollouts (task x sample)"
     console.print(
         f"{outcome.ran} {what} run now, {outcome.already_done} were done before, "

@@ -1,4 +1,5 @@
-"""``omnilab index ...``: build and try the offline search index of the ``local`` provider.
+"""``omnilab index ...``: build and try the offline search indexes of the ``local`` providers
+(text for web_search; ``--kind image|video`` for the deepsearch agent's image and video search).
 
 Each command parses its options, calls one library function and prints the result; mistakes
 (a missing corpus, a bad JSONL line, a folder that is not an index) are
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -35,8 +36,25 @@ def _console() -> Console:
 def build_cmd(
     source: Annotated[
         Path,
-        typer.Argument(help="A folder of .txt/.md/.html files (searched recursively) or a .jsonl."),
+        typer.Argument(
+            help="A folder of .txt/.md/.html files (searched recursively) or a .jsonl; with "
+            "--kind image|video a folder of images or videos (sidecars: same stem, .json/.txt)."
+        ),
     ],
+    kind: Annotated[
+        Literal["text", "image", "video"],
+        typer.Option("--kind", help="What to index: text documents, images or videos."),
+    ] = "text",
+    ocr: Annotated[
+        bool, typer.Option("--ocr/--no-ocr", help="Images: index the text read in each image.")
+    ] = True,
+    digest: Annotated[
+        bool,
+        typer.Option(
+            "--digest/--no-digest",
+            help="Videos: index timed transcripts and on-screen text (omnilab digest).",
+        ),
+    ] = True,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -60,6 +78,11 @@ def build_cmd(
     ] = "text",
 ) -> None:
     """Index SOURCE for offline search (BM25 over passages, plus a document store)."""
+    if kind != "text":
+        from omnilab.cli._media_index import build_media
+
+        build_media(kind, source, out, ocr=ocr, digest=digest, console=_console())
+        return
     fields = JsonlFields(id=id_field, title=title_field, url=url_field, text=text_field)
     path = build_index(source, out, fields=fields, chunk_chars=chunk_chars)
     manifest = read_manifest(path)
@@ -77,6 +100,11 @@ def search_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
 ) -> None:
     """Search INDEX for QUERY and print the hits as web_search shows them to a model."""
+    if (index / "entries.jsonl").is_file():  # an image or video index
+        from omnilab.cli._media_index import search_media
+
+        search_media(index, query, top_k=top_k, json_out=json_out, console=_console())
+        return
     hits = open_index(index).search(query, top_k=top_k)
     if json_out:
         typer.echo(json.dumps([h.model_dump(mode="json") for h in hits], indent=2))

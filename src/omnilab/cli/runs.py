@@ -141,6 +141,12 @@ def metrics(
         console.print(renderable)
     for line in sample_lines(summary.samples):
         console.print(line)
+    if source.run is not None:
+        from omnilab.bench.search_stats import run_search_stats, search_table
+
+        searches = run_search_stats(source.run)  # deepsearch runs: searches and budgets
+        if searches is not None:
+            console.print(search_table(searches))
 
 
 def compare(

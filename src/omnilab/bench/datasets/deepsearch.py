@@ -17,6 +17,7 @@ under ``audio_type``/``audio_category``. Both axes are normalised to the paper's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from omnilab.bench.datasets._common import (
@@ -29,7 +30,7 @@ from omnilab.bench.datasets._common import (
 )
 from omnilab.bench.task import Task, TaskFile, TaskMetadata
 
-__all__ = ["ADAPTER", "audio_type", "convert", "retrieval_modality"]
+__all__ = ["ADAPTER", "DeepSearchAdapter", "audio_type", "convert", "retrieval_modality"]
 
 _AUDIO_KEYS = ("audio", "audios", "audio_path", "audio_paths", "audio_files", "files")
 _MODALITY_KEYS = ("retrieval_modality", "retrieval_target", "task_type", "type")
@@ -124,7 +125,21 @@ def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
     )
 
 
-ADAPTER = RecordAdapter(
+class DeepSearchAdapter(RecordAdapter):
+    """The record adapter, plus the offline sample when no file is given: ``omnilab eval
+    omni-deepsearch`` without ``--data`` builds it once in the cache
+    (:func:`omnilab.tools.mediasearch.sample.sample_folder`) and evaluates it."""
+
+    def prepare(self, path: Path | None) -> Path:
+        """``path`` itself, or the sample's ``tasks.jsonl`` when there is none."""
+        if path is not None:
+            return path
+        from omnilab.tools.mediasearch.sample import sample_folder
+
+        return sample_folder() / "tasks.jsonl"
+
+
+ADAPTER = DeepSearchAdapter(
     name="omni-deepsearch",
     description="Omni-DeepSearch (audio clips + question; by retrieval modality and audio type)",
     convert=convert,

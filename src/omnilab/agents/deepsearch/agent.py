@@ -1,0 +1,263 @@
+"""``deepsearch``: the Omni-DeepSearch inference baseline (§4.1, Appendix D).
+
+The model hears the audio clip(s) (natively when it takes audio, else as a transcript with
+audio events from :mod:`omnilab.perception`), reads the question, then searches text, images
+and videos, one tool call per turn with one query each, under a search budget per tool
+(Table 3: (10, 3) by default: 10 text and 10 image searches, 3 video searches). A call past
+a budget is refused with ``TOOL_BUDGET``; the search that spends a budget says so; when every
+budget is spent, or the turns run out, the model is asked once more for its final answer with
+tools disabled. The answer is the last ``<answer>...</answer>``.
+
+Every step is in the trajectory: each search with its results, a ``StepNote`` with the
+searches left per tool after each one, and a closing ``search budget`` note (used, limits,
+exhausted tools) that :mod:`omnilab.bench.search_stats` reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from omnilab.agents.answer import final_answer, looks_like_tool_call
+from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.deepsearch.tools import KIND_OF, SEARCH_TOOLS, query_rule, search_tools
+from omnilab.agents.session import AgentRun, Context
+from omnilab.agents.templates import render
+from omnilab.agents.views import Mode, check_mode, first_message_parts
+from omnilab.inputs import InputSet
+from omnilab.models.types import GenerateConfig, Message
+from omnilab.tools.base import Tool
+from omnilab.tools.mediasearch import MediaSearch
+from omnilab.tools.web.errors import WebError
+from omnilab.trajectory import RunStatus, Trajectory
+
+__all__ = ["DeepSearchAgent", "DeepSearchOptions"]
+
+AudioMode = Literal["auto", "native", "transcript"]
+
+
+class DeepSearchOptions(BaseModel):
+    """Options of the ``deepsearch`` agent (``get_agent("deepsearch", **options)``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    budget: tuple[int, int] = (10, 3)
+    """Search budget (text and image searches each, video searches), Table 3: (5,1), (10,3),
+    (15,5)."""
+    search: str = "local"
+    """Search provider: local, serper, brave, searxng, tavily (text and image only)."""
+    index_dir: Path | None = None
+    """Local indexes (a folder with text/, image/, video/); local provider only."""
+    top_k: int = Field(default=5, ge=1, le=20)
+    """Results per search."""
+    max_queries: int = Field(default=1, ge=1)
+    """Queries allowed in one query_list; the Appendix D prompt says exactly one."""
+    audio: AudioMode = "auto"
+    """native: clips as audio parts; transcript: transcript and audio events; auto: native when
+    the model takes audio."""
+    images: bool | None = None
+    """Send result thumbnails as images; default: when the model takes images."""
+    generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    """Sampling settings of every call."""
+    max_observation_chars: int | None = Field(default=None, ge=200)
+    """Cut each tool result's text to this many characters (small context windows)."""
+
+
+def _options(options: dict[str, object]) -> DeepSearchOptions:
+    try:
+        parsed = DeepSearchOptions.model_validate(options)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "options"
+        raise AgentConfigError(f"bad deepsearch option {where}: {first['msg']}") from None
+    if min(parsed.budget) < 0:
+        raise AgentConfigError(f"bad deepsearch option budget: {parsed.budget} has a negative")
+    return parsed
+
+
+class DeepSearchAgent:
+    """Omni-DeepSearch: hear the audio, then search text, images and videos under a budget."""
+
+    name = "deepsearch"
+    options_model = DeepSearchOptions
+
+    def __init__(self, **options: object) -> None:
+        self.options = _options(dict(options))
+
+    def limits(self) -> dict[str, int]:
+        """The per-tool search budget."""
+        text, video = self.options.budget
+        return {"text_search": text, "image_search_by_text_query": text, "video_search": video}
+
+    def _searcher(self) -> MediaSearch:
+        opts = self.options
+        extra: dict[str, Any] = {}
+        if opts.index_dir is not None:
+            if opts.search != "local":
+                raise AgentConfigError("index_dir applies to the local search provider only")
+            extra["index_dir"] = opts.index_dir
+        try:
+            return MediaSearch(opts.search, top_k=opts.top_k, **extra)
+        except WebError as e:
+            raise AgentConfigError(f"deepsearch search provider: {e}") from None
+
+    async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
+        """Solve ``task``; every step goes to ``ctx.trajectory`` as it happens."""
+        opts = self.options
+        inputs = InputSet(task.inputs)
+        caps = ctx.model.capabilities
+        hears = opts.audio == "native" or (opts.audio == "auto" and caps.audio)
+        mode: Mode = "native" if hears else "evidence"
+        check_mode(mode, inputs, caps, ctx.model.name)
+        searcher = self._searcher()
+        limits = self.limits()
+        run = AgentRun(
+            task,
+            ctx,
+            agent=self.name,
+            tool_budgets=limits,
+            calls_per_turn=1,
+            check_call=query_rule(opts.max_queries),
+            max_observation_chars=opts.max_observation_chars,
+        )
+
+        def notice(tool: str) -> str | None:
+            # The gate counted this call before it ran: at the limit, this was the last one.
+            if run.gate.uses.get(tool, 0) >= limits[tool]:
+                return render("deepsearch_budget_notice", tool=tool, limit=limits[tool])
+            return None
+
+        images = caps.image if opts.images is None else opts.images
+        tools = search_tools(searcher, images=images, notice=notice)
+        if ctx.tools is not None:
+            wanted = {t if isinstance(t, str) else t.name for t in ctx.tools}
+            unknown = wanted - set(SEARCH_TOOLS)
+            if unknown:
+                raise AgentConfigError(
+                    f"deepsearch offers {', '.join(SEARCH_TOOLS)}; unknown: {', '.join(sorted(unknown))}"
+                )
+            tools = [t for t in tools if t.name in wanted]
+        config = {
+            "budget": list(opts.budget),
+            "tool_budgets": limits,
+            "search": searcher.name,
+            "top_k": opts.top_k,
+            "max_queries": opts.max_queries,
+            "audio": "native" if hears else "transcript",
+            "images": images,
+            "tools": [t.name for t in tools],
+            "system_prompt": "deepsearch_inference",
+            "generate": opts.generate.model_dump(exclude_defaults=True),
+        }
+        loop = _Loop(run, opts, inputs, mode, tools, limits)
+        return await run.execute(loop.run, config=config)
+
+
+class _Loop:
+    def __init__(
+        self,
+        run: AgentRun,
+        options: DeepSearchOptions,
+        inputs: InputSet,
+        mode: Mode,
+        tools: list[Tool],
+        limits: dict[str, int],
+    ) -> None:
+        self.run_ = run
+        self.options = options
+        self.inputs = inputs
+        self.mode: Mode = mode
+        self.tools = tools
+        self.by_name = {t.name: t for t in tools}
+        self.limits = limits
+        self.refused = 0
+        """Calls refused because their tool's budget was spent."""
+
+    def left(self) -> dict[str, int]:
+        uses = self.run_.gate.uses
+        return {n: max(0, self.limits[n] - uses.get(n, 0)) for n in self.by_name}
+
+    def _record_budget(self) -> None:
+        left = self.left()
+        used = {n: self.run_.gate.uses.get(n, 0) for n in self.by_name}
+        spent = sorted(n for n, v in left.items() if v == 0 and self.limits[n] > 0)
+        self.run_.note(
+            "search budget",
+            ", ".join(f"{n} {used[n]}/{self.limits[n]}" for n in self.by_name),
+            used=used,
+            limits={n: self.limits[n] for n in self.by_name},
+            exhausted=spent,
+            refused=self.refused,
+        )
+
+    async def run(self) -> RunStatus:
+        run, task = self.run_, self.run_.task
+        chat = run.context("agent")
+        run.add(chat, Message.system(render("deepsearch_inference")))
+        model = run.models["agent"]
+        parts = await first_message_parts(
+            task, self.inputs, self.mode, model.capabilities, run.ctx.workspace
+        )
+        run.add(chat, Message(role="user", content=parts))
+        try:
+            return await self._turns(chat)
+        finally:
+            self._record_budget()
+
+    async def _turns(self, chat: Context) -> RunStatus:
+        run = self.run_
+        reason = "The maximum number of turns is reached."
+        while run.turns < run.budgets.max_turns:
+            if run.out_of_budget():
+                return "budget"
+            if self.tools and not any(self.left().values()):
+                reason = "Every search budget is spent."
+                break
+            output = await run.call("agent", chat, tools=self.tools, config=self.options.generate)
+            if output is None:
+                return "budget"
+            if output.tool_calls:
+                done = await run.run_tools(output.tool_calls, chat, self.by_name)
+                for outcome in done.outcomes:
+                    code = outcome.result.error.code if outcome.result.error else None
+                    if code == "TOOL_BUDGET":
+                        self.refused += 1
+                    if outcome.call.name in KIND_OF and code is None:
+                        hits = len(outcome.result.metadata.get("hits", []))
+                        queries = outcome.call.arguments.get("query_list")
+                        left = self.left()
+                        run.note(
+                            "search",
+                            f"{outcome.call.name} {queries!r}: {hits} results; left: "
+                            + ", ".join(f"{n} {v}/{self.limits[n]}" for n, v in left.items()),
+                            left=left,
+                        )
+                continue
+            _answer, source = final_answer(output.text)
+            if source in ("tag", "unclosed_tag") or (
+                source == "whole_text" and not looks_like_tool_call(output.text)
+            ):
+                return run.answer(output)
+            notice = (
+                render("notice_empty")
+                if source is None
+                else render("notice_bad_call", tools=", ".join(self.by_name) or "(none)")
+            )
+            run.add(chat, Message.user(notice))
+        return await self._final(chat, reason)
+
+    async def _final(self, chat: Context, reason: str) -> RunStatus:
+        run = self.run_
+        if run.out_of_budget():
+            return "budget"
+        run.add(chat, Message.user(render("deepsearch_final", reason=reason)))
+        config = self.options.generate.model_copy(update={"tool_choice": "none"})
+        output = await run.call("agent", chat, tools=self.tools, config=config, turn=False)
+        if output is None:
+            return "budget"
+        status = run.answer(output, forced=True, tool_names=self.by_name)
+        if status == "no_answer" and not output.text.strip() and not output.tool_calls:
+            return "budget"
+        return status
