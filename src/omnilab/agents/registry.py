@@ -43,7 +43,7 @@ def _factory(value: Any) -> AgentFactory:
 AGENTS: Registry[AgentFactory] = Registry(
     "agent",
     group="omnilab.agents",
-    entries={"tir": "omnilab.agents.tir:TirAgent"},
+    entries={"tir": "omnilab.agents.tir:TirAgent", "coder": "omnilab.agents.coder:CoderAgent"},
     error=AgentConfigError,
     coerce=_factory,
 )

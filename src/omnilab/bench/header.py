@@ -238,6 +238,7 @@ def ask_header(
     mode: str | None = None,
     tools: Sequence[str] | None = None,
     budgets: Mapping[str, Any] | None = None,
+    agent: str = "tir",
 ) -> RunHeader:
     """The header of ``omnilab ask`` on ``files`` (the model named, else the default one)."""
     from omnilab.inputs import InputSet
@@ -245,7 +246,7 @@ def ask_header(
 
     given = {k: v for k, v in (budgets or {}).items() if v is not None}
     return run_header(
-        agent="tir",
+        agent=agent,
         model=get_model(model),
         agent_options={"mode": mode} if mode else None,
         tools=tools,

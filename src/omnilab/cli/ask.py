@@ -170,12 +170,13 @@ def _print_header(
     mode: str | None,
     tools: list[str] | None,
     *limits: float | None,
+    agent: str = "tir",
 ) -> None:
     """The run header (agent, mode and why, tools, models, budgets) above the live view."""
     from omnilab.bench.header import ask_header, render_header
 
     budgets = dict(zip(("max_turns", "max_tokens", "max_seconds"), limits, strict=True))
-    header = ask_header(files, model=model, mode=mode, tools=tools, budgets=budgets)
+    header = ask_header(files, model=model, mode=mode, tools=tools, budgets=budgets, agent=agent)
     for line in render_header(header):
         style = "bold yellow" if line.startswith("warning:") else "dim"
         console.print(line, style=style, markup=False, highlight=False)
@@ -267,7 +268,9 @@ def ask(
     console = None if json_out else Console(highlight=False)
     if console is not None:
         console.print(Rule(escape(question)))
-        _print_header(console, files, model, mode, tool_names, max_turns, max_tokens, max_seconds)
+        _print_header(
+            console, files, model, mode, tool_names, max_turns, max_tokens, max_seconds, agent=agent
+        )
     result = run_ask(
         files,
         question,
