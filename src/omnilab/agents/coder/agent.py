@@ -171,6 +171,9 @@ class CoderAgent:
             config: dict[str, Any] = {
                 "tools": list(TOOL_NAMES),
                 "staged_files": files,
+                # For the reward's escape check (paths inside it are not escapes); never shown
+                # to the model.
+                "workspace": str(ctx.workspace.resolve()),
                 "skills": [s.name for s in chosen],
                 "toolbox": toolbox_report().as_dict(),
                 "budgets": ctx.budgets.model_dump(),
