@@ -127,7 +127,9 @@ class CodeXReward:
     name = "code-x-reward"
     needs_trajectory = True
 
-    async def score(self, task: Task, prediction: str, *, trajectory: Trajectory | None) -> Score:
+    async def score(
+        self, task: Task, prediction: str, *, trajectory: Trajectory | None = None
+    ) -> Score:
         """R for ``trajectory``; the gated verdict is ``correct``, the parts are in ``details``."""
         if trajectory is None:
             raise ValueError("code-x-reward needs the run's trajectory")
