@@ -4,6 +4,7 @@ each task's Code-X reward."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,32 @@ def test_eval_resumes_and_score_prints_rewards(tmp_path: Path, video: Path) -> N
     wrong.write_text(data.read_text().replace('["50"]', '["49"]'))
     out = invoke("score", tmp_path / "ev", "--scorer", "code-x-reward", "--data", wrong)
     assert ["right", "0.200", "no", "completion"] in [line.split()[:4] for line in out.splitlines()]
+
+
+def test_doctor_lists_the_sandbox_toolbox() -> None:
+    report = json.loads(invoke("doctor", "--json"))
+    toolbox = report["toolbox"]
+    assert set(toolbox) == {"ffmpeg", "mediaprobe", "python", "numpy", "PIL", "av", "omnilab"}
+    # imageio-ffmpeg is a dev dependency: its ffmpeg runs inside the sandbox.
+    assert toolbox["ffmpeg"] and toolbox["av"] and toolbox["numpy"] and toolbox["PIL"]
+    text = invoke("doctor")
+    assert (
+        "media toolbox in the sandbox (coder agent):" in text
+        and f"ffmpeg: {toolbox['ffmpeg']}" in text
+    )
+
+
+def test_a_missing_ffmpeg_is_said_in_the_prompt_listing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from omnilab.agents.coder import toolbox
+
+    if shutil.which("ffmpeg"):
+        pytest.skip("this machine has a system ffmpeg on PATH")
+    monkeypatch.setattr(toolbox, "ffmpeg_exe", lambda: None)
+    toolbox.toolbox_report.cache_clear()
+    try:
+        report = toolbox.toolbox_report()
+    finally:
+        toolbox.toolbox_report.cache_clear()
+    assert report.as_dict()["ffmpeg"] is None and report.as_dict()["av"]
+    assert "not available here: ffmpeg" in report.prompt_lines()
+    assert "- av " in report.prompt_lines()

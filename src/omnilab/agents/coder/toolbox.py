@@ -86,6 +86,8 @@ class ToolInfo:
     name: str
     version: str | None
     usage: str
+    hint: str = ""
+    """How to get it, when it is missing."""
 
     @property
     def present(self) -> bool:
@@ -118,6 +120,13 @@ _USAGE = {
     "PIL": "import PIL (Pillow) for images",
     "av": "import av (PyAV) to decode video and audio in Python",
     "omnilab": "omnilab media probe/frames/audio, omnilab digest (ASR, OCR, shots)",
+}
+
+
+_HINTS = {
+    "ffmpeg": "pip install 'omnilab[coder]' (the imageio-ffmpeg wheel)",
+    "omnilab": "not importable in the sandbox: an editable install's source folder is hidden "
+    "there (namespaces/bwrap levels); a regular pip install works",
 }
 
 
@@ -178,4 +187,9 @@ def toolbox_report() -> ToolboxReport:
             name, _, version = line.partition("\t")
             if name in versions:
                 versions[name] = None if version.strip() in ("", "-") else version.strip()
-    return ToolboxReport(tuple(ToolInfo(n, v, _USAGE[n]) for n, v in versions.items()))
+    return ToolboxReport(
+        tuple(
+            ToolInfo(n, v, _USAGE[n], _HINTS.get(n, "") if v is None else "")
+            for n, v in versions.items()
+        )
+    )
