@@ -174,7 +174,7 @@ class CoderAgent:
                 # For the reward's escape check (paths inside it are not escapes); never shown
                 # to the model.
                 "workspace": str(ctx.workspace.resolve()),
-                "skills": [s.name for s in chosen],
+                "skills_injected": [s.name for s in chosen],
                 "toolbox": toolbox_report().as_dict(),
                 "budgets": ctx.budgets.model_dump(),
                 **opts.model_dump(exclude={"generate"}),
