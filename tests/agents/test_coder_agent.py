@@ -107,7 +107,7 @@ def test_mcq_gets_the_papers_lvomnibench_body(tmp_path: Path, image_file: Path) 
     info = TaskInfo(benchmark="mcq", options={"A": "red", "B": "blue"})
     run_coder(tmp_path, model, [image_file], "Which colour?", metadata=info)
     user = adapter.requests[0][0][1].text
-    assert "You are evaluating a mcq benchmark item" in user
+    assert "You are evaluating a multiple-choice benchmark item" in user
     assert "Question:\nWhich colour?\nOptions:\nA. red\nB. blue\nSelect the best answer" in user
 
 

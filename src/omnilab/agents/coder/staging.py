@@ -20,6 +20,15 @@ __all__ = ["INPUTS_DIR", "stage_inputs", "task_prompt"]
 INPUTS_DIR = "inputs"
 """Where the task's files go in the workspace."""
 
+# How the prefix names each dataset adapter's benchmark ("You are evaluating a ... item").
+_BENCHMARKS = {
+    "omnigaia": "OmniGAIA",
+    "omniagent": "OmniAgent",
+    "omni-deepsearch": "Omni-DeepSearch",
+    "mcq": "multiple-choice",
+    "terminal-tasks": "TerminalBench-O-style",
+}
+
 
 def stage_inputs(task: AgentTask, workspace: Path) -> list[str]:
     """Copies each input file into ``workspace/inputs/`` and returns their workspace paths.
@@ -53,7 +62,8 @@ def _options(task: AgentTask) -> str | None:
 def task_prompt(task: AgentTask, files: list[str], *, network: bool) -> str:
     """The first user message: workspace prefix, network rules, benchmark body, answer rule."""
     listed = "\n".join(f"- {f}" for f in files) if files else "- (none)"
-    benchmark = task.metadata.benchmark or "omni-modal"
+    given = task.metadata.benchmark
+    benchmark = _BENCHMARKS.get(given or "", given or "omni-modal")
     options = _options(task)
     if options is not None:
         body = render("coder_body_mcq", question=task.question, options=options)
