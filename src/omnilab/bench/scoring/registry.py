@@ -16,6 +16,7 @@ from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Scorer
 from omnilab.bench.scoring.choice import MultipleChoice
 from omnilab.bench.scoring.code_x import CodeXReward
+from omnilab.bench.scoring.code_x_process import ProcessJudge
 from omnilab.bench.scoring.code_x_tasks import TerminalTaskScorer
 from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
@@ -85,6 +86,7 @@ SCORERS: Registry[ScorerEntry] = Registry(
         "temporal_iou": _no_judges(TemporalIoU),
         "mra": _no_judges(MeanRelativeAccuracy),
         "code-x-reward": _no_judges(CodeXReward),
+        "code-x-process": ScorerEntry(lambda judges: ProcessJudge(judges[0]), "one"),
         "terminal-tasks": ScorerEntry(
             lambda judges: TerminalTaskScorer(judges[0] if judges else None), "optional"
         ),
