@@ -93,6 +93,15 @@ def use_level(level: str, monkeypatch: pytest.MonkeyPatch) -> None:
     get_settings.cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def sandbox_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every coder test runs the sandbox at ``CODER_TEST_ISOLATION`` (``auto`` by default: the
+    strongest level here), so the whole suite can be run at the ``process`` level as well:
+    ``CODER_TEST_ISOLATION=process pytest tests/agents/test_coder*.py``. A root harness at the
+    process level gets the sandbox tests' unsafe opt-in (pytest's folders are 0700)."""
+    use_level(os.environ.get("CODER_TEST_ISOLATION", "auto"), monkeypatch)
+
+
 def processes_with(token: str) -> list[int]:
     """Live processes whose command line holds ``token``."""
     found = []

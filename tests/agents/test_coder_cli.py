@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from coderkit import sandbox_level  # noqa: F401 (autouse)
 from typer.testing import CliRunner
 
 from omnilab.cli.main import app

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from agentkit import scripted
-from coderkit import run_coder
+from coderkit import run_coder, sandbox_level  # noqa: F401 (sandbox_level: autouse)
 from typer.testing import CliRunner
 
 from omnilab.bench.rescore import make_scorer

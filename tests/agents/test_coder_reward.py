@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from agentkit import scripted
-from coderkit import CoderRun, run_coder
+from coderkit import CoderRun, run_coder, sandbox_level  # noqa: F401 (sandbox_level: autouse)
 
 from omnilab.agents import Budgets
 from omnilab.bench.rescore import make_scorer, needs_trajectory

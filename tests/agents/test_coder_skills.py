@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from agentkit import scripted
-from coderkit import run_coder
+from coderkit import run_coder, sandbox_level  # noqa: F401 (sandbox_level: autouse)
 from PIL import Image as PILImage
 
 from omnilab.agents.coder.toolbox import install_toolbox

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from agentkit import scripted
+from coderkit import sandbox_level  # noqa: F401 (autouse)
 from typer.testing import CliRunner
 
 from omnilab.agents.templates import render

@@ -11,6 +11,7 @@ from pathlib import Path
 import av
 import pytest
 from agentkit import scripted
+from coderkit import sandbox_level  # noqa: F401 (autouse)
 from PIL import Image
 from typer.testing import CliRunner
 
