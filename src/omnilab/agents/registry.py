@@ -46,6 +46,7 @@ AGENTS: Registry[AgentFactory] = Registry(
     entries={
         "tir": "omnilab.agents.tir:TirAgent",
         "deepsearch": "omnilab.agents.deepsearch:DeepSearchAgent",
+        "coder": "omnilab.agents.coder:CoderAgent",
     },
     error=AgentConfigError,
     coerce=_factory,

@@ -195,7 +195,7 @@ def build_suite(folder: Path) -> Path:
     lines = []
     for item in suite_items():
         item.make(folder / item.file)
-        record = {
+        record: dict[str, object] = {
             "id": item.id,
             "question": item.question,
             "files": [item.file],

@@ -52,6 +52,7 @@ _DEFAULT_BY_DATASET = {
     "omniagent": "omniagent",
     "mcq": "mcq",
     "offline-suite": "answer_in_reply",
+    "terminal-tasks": "terminal-tasks",
 }
 
 

@@ -12,6 +12,7 @@ from omnilab.bench.analysis import ERROR_CATEGORIES, ErrorAnalysis
 from omnilab.bench.metrics import NO_GROUP, Rate, RunSummary, native_groups
 from omnilab.bench.progress import format_tokens
 from omnilab.bench.reports import Comparison
+from omnilab.bench.results import TaskResult
 from omnilab.bench.stats import Interval
 
 __all__ = ["analysis_tables", "comparison_tables", "summary_tables"]
@@ -202,3 +203,21 @@ def analysis_tables(analysis: ErrorAnalysis) -> list[RenderableType]:
         skipped = ", ".join(f"{n} {reason}" for reason, n in analysis.skipped.items())
         out.append(f"not analysed: {skipped}")
     return out
+
+
+def task_scores_table(results: Sequence[TaskResult]) -> Table:
+    """One row per task: its score value and verdict, and the exit reason where the scorer
+    gives one (``code-x-reward``)."""
+    table = _table("scores by task")
+    for column in ("task", "value", "correct", "detail"):
+        table.add_column(column, justify="right" if column == "value" else "left")
+    for result in results:
+        name = result.task_id if result.sample == 0 else f"{result.task_id}~{result.sample}"
+        score = result.score
+        if score is None:
+            table.add_row(name, "-", "-", result.error or "")
+            continue
+        detail = score.details.get("exit_reason") or score.error or ""
+        verdict = "-" if score.correct is None else ("yes" if score.correct else "no")
+        table.add_row(name, f"{score.value:.3f}", verdict, str(detail))
+    return table

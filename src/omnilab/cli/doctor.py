@@ -19,15 +19,19 @@ def doctor(
     ] = False,
 ) -> None:
     """Check the sandbox: the isolation level that works here, the per-sandbox totals (cgroups,
-    workspace tmpfs) it can enforce, and what model-written code could still do.
+    workspace tmpfs) it can enforce, what model-written code could still do, and the media
+    toolbox a sandboxed shell has (ffmpeg, mediaprobe, Python packages: the coder agent's).
 
     Starts a trivial sandbox at each level to find out; nothing is changed on the machine.
     """
+    from omnilab.agents.coder.toolbox import toolbox_report
     from omnilab.sandbox import isolation_report
 
     report = isolation_report()
+    toolbox = toolbox_report()
     if as_json:
-        typer.echo(json.dumps(report.model_dump(mode="json"), indent=1))
+        payload = report.model_dump(mode="json") | {"toolbox": toolbox.as_dict()}
+        typer.echo(json.dumps(payload, indent=1))
         return
     console = Console(highlight=False)
     console.print(f"[bold]sandbox isolation:[/] {report.level.value}")
@@ -48,3 +52,7 @@ def doctor(
         console.print("[bold red]NOT blocked:[/]")
         for item in report.not_blocked:
             console.print(f"  - {escape(item)}")
+    console.print("[bold]media toolbox in the sandbox (coder agent):[/]")
+    for tool in toolbox.tools:
+        found = escape(tool.version) if tool.version else f"[red]MISSING[/] {escape(tool.hint)}"
+        console.print(f"  - {tool.name}: {found}")

@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "omnilab.cli.serve:serve",
         "Serve agents over HTTP (ask with uploads, streamed steps).",
     ),
+    "skills": ("omnilab.cli.skills:app", "Skills for the coder agent: list, distill, refine."),
 }
 """Every sub-command: name -> (``module:attr``, short help)."""
 

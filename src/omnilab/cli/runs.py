@@ -21,7 +21,12 @@ from omnilab.bench.results import unequal_failures
 from omnilab.bench.roles import role_model
 from omnilab.bench.run_dir import RunDir, load_results
 from omnilab.bench.samples import sample_lines
-from omnilab.bench.tables import analysis_tables, comparison_tables, summary_tables
+from omnilab.bench.tables import (
+    analysis_tables,
+    comparison_tables,
+    summary_tables,
+    task_scores_table,
+)
 from omnilab.cli._console import err_console, out_console, split_values
 
 __all__ = ["analyze", "compare", "metrics", "score"]
@@ -75,6 +80,14 @@ def score(
             "exact match on untagged last words). Default: the run's.",
         ),
     ] = None,
+    tasks: Annotated[
+        bool,
+        typer.Option(
+            "--tasks",
+            help="Also list each task's score (automatic when scores are not just 0 and 1, "
+            "e.g. --scorer code-x-reward).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Score a run's answers again (another judge, scorer or rule set) without running the
@@ -106,6 +119,9 @@ def score(
     console = out_console()
     for renderable in summary_tables(outcome.summary, label=f"{run.name}:{outcome.info.name}"):
         console.print(renderable)
+    scored = load_results(outcome.path)
+    if tasks or any(r.score is not None and r.score.value not in (0.0, 1.0) for r in scored):
+        console.print(task_scores_table(scored))
     console.print(
         f"scores {outcome.path}; metrics: omnilab metrics {run} --scores {outcome.info.name}"
     )

@@ -57,6 +57,7 @@ DATASETS: Registry[DatasetAdapter] = Registry(
         "mcq": "omnilab.bench.datasets.mcq:ADAPTER",
         "jsonl": "omnilab.bench.datasets.jsonl:ADAPTER",
         "offline-suite": "omnilab.bench.offline_suite:ADAPTER",
+        "terminal-tasks": "omnilab.bench.datasets.terminal_tasks:ADAPTER",
     },
     error=UnknownDatasetError,
     coerce=_as_adapter,

@@ -15,6 +15,9 @@ from typing import Any, Literal
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Scorer
 from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.scoring.code_x import CodeXReward
+from omnilab.bench.scoring.code_x_process import ProcessJudge
+from omnilab.bench.scoring.code_x_tasks import TerminalTaskScorer
 from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
 from omnilab.bench.scoring.judging import ScoringRules
@@ -82,6 +85,11 @@ SCORERS: Registry[ScorerEntry] = Registry(
         "numeric": _no_judges(NumericMatch),
         "temporal_iou": _no_judges(TemporalIoU),
         "mra": _no_judges(MeanRelativeAccuracy),
+        "code-x-reward": _no_judges(CodeXReward),
+        "code-x-process": ScorerEntry(lambda judges: ProcessJudge(judges[0]), "one"),
+        "terminal-tasks": ScorerEntry(
+            lambda judges: TerminalTaskScorer(judges[0] if judges else None), "optional"
+        ),
     },
     error=BenchError,
     coerce=_as_entry,
