@@ -95,14 +95,14 @@ class OtaAgent:
             schema = ResponseFormat(json_schema=turn_schema(opts.max_frames_len), name="ota_turn")
             generate = generate.model_copy(update={"response_format": schema})
         config = {
+            **opts.model_dump(exclude={"generate", "grammar"}),
+            "generate": opts.generate.model_dump(exclude_defaults=True),
             "mode": env.conversions.summary(),
             "conversions": vars(env.conversions),
             "source": source.id,
             "meta": env.meta(),
             "turn_limit": total,
             "grammar": grammar,
-            **opts.model_dump(exclude={"generate"}),
-            "generate": opts.generate.model_dump(exclude_defaults=True),
         }
         loop = _Loop(run, env, total, generate)
         return await run.execute(loop.run, config=config)
