@@ -439,3 +439,26 @@ def test_bad_options_and_inputs_are_one_line_errors(tmp_path: Path) -> None:
     notes.write_text("hi", encoding="utf-8")
     with pytest.raises(AgentConfigError, match="needs a video"):
         run_ota(tmp_path, [], notes)
+
+
+def test_clips_are_encoded_with_the_papers_x264_settings(tmp_path: Path, clip20: Path) -> None:
+    import re
+
+    from omnilab.media.clips import clip
+
+    ran = run_ota(tmp_path, [turn(span("get_clip", 0, 3)), turn(answer("A"), 0.95)], clip20)
+    (video,) = [p for p in ran.request(1)[-1].content if isinstance(p, Video)]
+    data = video.path.read_bytes()  # type: ignore[union-attr]
+    # x264 writes its settings into the stream: B.2's CRF 20 and superfast (subme=1)
+    assert re.search(rb"crf=20\.0", data) and re.search(rb"subme=1 ", data)
+    default = clip(clip20, 0, 3)
+    assert default != video.path and re.search(rb"crf=23\.0", default.read_bytes())
+    ran = run_ota(
+        tmp_path,
+        [turn(span("get_clip", 0, 3)), turn(answer("A"), 0.95)],
+        clip20,
+        clip_preset="ultrafast",
+        clip_crf=28,
+    )
+    (fast,) = [p for p in ran.request(1)[-1].content if isinstance(p, Video)]
+    assert re.search(rb"crf=28\.0", fast.path.read_bytes())  # type: ignore[union-attr]

@@ -24,8 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL.Image import Image as PILImage
-
 from omnilab.agents.ota.memory import Percept, clock, label
 from omnilab.agents.ota.options import OtaOptions
 from omnilab.agents.ota.protocol import Action, OtaError
@@ -196,7 +194,16 @@ class OtaEnv:
             from omnilab.media.clips import clip
 
             edge = self.options.frame_max_edge or self.caps.max_image_edge
-            cut = await asyncio.to_thread(clip, self.source.path, start, end, max_edge=edge)
+            o = self.options
+            cut = await asyncio.to_thread(
+                clip,
+                self.source.path,
+                start,
+                end,
+                max_edge=edge,
+                preset=o.clip_preset,
+                crf=o.clip_crf,
+            )
             return Percept(head, [Video(path=cut, mime_type="video/mp4")])
         num = max(
             2,
@@ -223,13 +230,15 @@ class OtaEnv:
 
             listed = []
             for i, shot in enumerate(frames(self.source.path, start, end, num, max_edge=edge)):
-                picture = shot.image.convert("RGB")
-
-                def write(out: Path, picture: PILImage = picture) -> None:
-                    picture.save(out, format="JPEG", quality=_JPEG_QUALITY)
-
-                frame_key = cache.key(self.source.path, "ota_frame", {**params, "i": i})
-                path = cache.get_or_create(frame_key, ".jpg", write)
+                # Written beside the manifest under its lock: one lock and one eviction pass
+                # per request instead of per frame.
+                path = cache.path_for(
+                    cache.key(self.source.path, "ota_frame", {**params, "i": i}), ".jpg"
+                )
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.tmp")
+                shot.image.convert("RGB").save(tmp, format="JPEG", quality=_JPEG_QUALITY)
+                tmp.replace(path)
                 listed.append({"t": shot.timestamp, "path": str(path)})
             dest.write_text(json.dumps(listed), encoding="utf-8")
 

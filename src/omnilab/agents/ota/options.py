@@ -49,7 +49,12 @@ class OtaOptions(BaseModel):
     """Constrain replies to the turn's JSON schema (response_format); default: when the model
     declares json_schema support (the local model, vLLM, SGLang, OpenAI)."""
     frame_max_edge: int | None = Field(default=None, ge=16)
-    """Shrink frames to this longest edge; default: the model's max_image_edge, else full size."""
+    """Shrink frames and clips to this longest edge; default: the model's max_image_edge, else
+    full size."""
+    clip_preset: str = "superfast"
+    """x264 preset of get_clip (B.2: "superfast"; "ultrafast" is B.2's fallback under load)."""
+    clip_crf: int = Field(default=20, ge=0, le=51)
+    """x264 constant rate factor of get_clip (B.2: CRF 20)."""
     clip_fps: float = Field(default=1.0, gt=0)
     """Frames per second of a clip sent to a model without video input (at most max_frames_len)."""
     end_tolerance: float = Field(default=0.5, ge=0)
