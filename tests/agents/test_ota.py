@@ -435,6 +435,8 @@ def test_bad_options_and_inputs_are_one_line_errors(tmp_path: Path) -> None:
 
     with pytest.raises(AgentConfigError, match="bad ota option max_frames_len"):
         get_agent("ota", max_frames_len=0)
+    with pytest.raises(AgentConfigError, match="bad ota option clip_preset"):
+        get_agent("ota", clip_preset="turbo")
     notes = tmp_path / "n.txt"
     notes.write_text("hi", encoding="utf-8")
     with pytest.raises(AgentConfigError, match="needs a video"):

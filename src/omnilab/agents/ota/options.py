@@ -12,12 +12,17 @@ not printed anywhere; :func:`turn_limit` is our choice, written down in docs/age
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab.models.types import GenerateConfig
 
-__all__ = ["OtaOptions", "turn_limit"]
+__all__ = ["OtaOptions", "X264Preset", "turn_limit"]
+
+X264Preset = Literal[
+    "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
+]
 
 
 class OtaOptions(BaseModel):
@@ -51,7 +56,7 @@ class OtaOptions(BaseModel):
     frame_max_edge: int | None = Field(default=None, ge=16)
     """Shrink frames and clips to this longest edge; default: the model's max_image_edge, else
     full size."""
-    clip_preset: str = "superfast"
+    clip_preset: X264Preset = "superfast"
     """x264 preset of get_clip (B.2: "superfast"; "ultrafast" is B.2's fallback under load)."""
     clip_crf: int = Field(default=20, ge=0, le=51)
     """x264 constant rate factor of get_clip (B.2: CRF 20)."""
