@@ -249,6 +249,7 @@ def test_request_log_of_a_recording_server_shows_placeholders(tmp_path: Path, cl
         ("MISSING_FIELD", turn({"type": "get_frames", "start": 0, "end": 5}), {}),
         ("INVALID_FIELD", turn(frames(0, 5, 0)), {}),
         ("INVALID_FIELD", turn(frames(0, 5, 2), confidence=1.5), {}),
+        ("INVALID_FIELD", turn(answer("  "), confidence=0.95), {}),
         ("UNKNOWN_ACTION", turn({"type": "zoom", "start": 0, "end": 5}), {}),
         ("TS_OOB", turn(frames(0, 21, 2)), {}),
         ("TS_OOB", turn(span("get_audio", -1, 3)), {}),

@@ -41,7 +41,7 @@ ERROR_CODES: dict[str, str] = {
     "INVALID_JSON": "the reply holds no JSON object (B.3's Err.INVALID_JSON)",
     "MULTIPLE_ACTIONS": "more than one action in one turn",
     "MISSING_FIELD": "a required key is missing (top level or action)",
-    "INVALID_FIELD": "a key has the wrong type or value (confidence outside 0-1, num < 1)",
+    "INVALID_FIELD": "a key has the wrong type or value (confidence outside 0-1, num < 1, empty answer)",
     "UNKNOWN_ACTION": "action.type is none of get_frames, get_audio, get_clip, answer",
     "TS_OOB": "a timestamp before 0 or past the duration (B.3's Err.TS_OOB)",
     "INVALID_RANGE": "end <= start",
@@ -294,6 +294,9 @@ def _read_action(data: dict[str, Any], turn: Turn) -> None:
     if kind == "answer":
         content = data["content"]
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if not text.strip():
+            turn.error = OtaError("INVALID_FIELD", "answer content is empty; give the answer")
+            return
         turn.action = Action(type="answer", content=text.strip())
         return
     start, end = _number(data["start"]), _number(data["end"])
