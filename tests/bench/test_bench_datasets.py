@@ -248,6 +248,7 @@ def test_omniagent_type_variants_map_to_base_types(bench_data: Path) -> None:
         "duration": "92.234",
         "fps": "30.0",
         "has_audio": "false",
+        "source": "VSI-train",
         "unit": "m2",
     }
     assert mcq.original["extra_info"]["error_reason"] == "LOGIC_WRONG_ANSWER"

@@ -47,6 +47,7 @@ AGENTS: Registry[AgentFactory] = Registry(
         "tir": "omnilab.agents.tir:TirAgent",
         "deepsearch": "omnilab.agents.deepsearch:DeepSearchAgent",
         "coder": "omnilab.agents.coder:CoderAgent",
+        "ota": "omnilab.agents.ota:OtaAgent",
     },
     error=AgentConfigError,
     coerce=_factory,

@@ -2,7 +2,7 @@
 
 * OmniGAIA: Pass@1 by ``level`` and ``category``; Omni-DeepSearch: Pass@1 by
   ``retrieval_modality`` and ``audio_type``; OmniAgent, per question type (and the dataset
-  suffix, ``question_subtype``): accuracy for MCQ/NUM/FF, mean temporal IoU for TR and mean
+  suffix, ``question_subtype``, and the source benchmark, ``source``): accuracy for MCQ/NUM/FF, mean temporal IoU for TR and mean
   MRA for SIZE (its §4: "MCQ accuracy, Temporal IoU, MRA").
 * Every figure carries a percentile-bootstrap interval (:func:`~.stats.bootstrap_ci`).
 """
@@ -21,7 +21,7 @@ __all__ = ["NATIVE_GROUPS", "Figure", "native_figures", "native_groups"]
 NATIVE_GROUPS: dict[str, tuple[str, ...]] = {
     "omnigaia": ("level", "category"),
     "omni-deepsearch": ("retrieval_modality", "audio_type"),
-    "omniagent": ("question_type", "question_subtype"),
+    "omniagent": ("question_type", "question_subtype", "source"),
     "mcq": ("category", "task_type"),
 }
 """The groupings each benchmark's paper reports, by dataset name."""

@@ -57,6 +57,8 @@ def clip(
     out: Path | None = None,
     cache: MediaCache | None = None,
     max_edge: int | None = None,
+    preset: str | None = None,
+    crf: int | None = None,
 ) -> Path:
     """Cut ``[start, end)`` seconds of a video into an MP4 (H.264 yuv420p + AAC) starting at 0.
 
@@ -64,7 +66,9 @@ def clip(
     (never enlarges); dimensions are rounded to even numbers, as yuv420p requires. Without
     ``out`` the clip lives in the media cache (``MediaCache.default()`` unless ``cache`` is
     given); with ``out`` it is written there atomically. A video without sound gives a clip
-    without sound. Raises :class:`MediaError` (``NO_VIDEO_STREAM`` for audio files and images).
+    without sound. ``preset`` and ``crf`` override x264's (default ``veryfast``, 23; OmniAgent's
+    environment uses ``superfast``, 20). Raises :class:`MediaError` (``NO_VIDEO_STREAM`` for
+    audio files and images).
     """
     if max_edge is not None and max_edge < 2:
         raise ValueError(f"max_edge must be at least 2 pixels (got {max_edge})")
@@ -78,12 +82,19 @@ def clip(
         limit_setting="OMNILAB_MEDIA__MAX_CLIP_SECONDS",
     )
     size = _output_size(info, max_edge)
+    x264 = dict(_X264_OPTIONS)
+    if preset is not None:
+        x264["preset"] = preset
+    if crf is not None:
+        x264["crf"] = str(crf)
 
     def produce(dest: Path) -> None:
-        _encode(info, s, e, size, dest)
+        _encode(info, s, e, size, dest, x264)
         _check_output(info, s, e, dest)
 
-    params = {"start": s, "end": e, "size": size, "v": _CACHE_VERSION}
+    params: dict[str, object] = {"start": s, "end": e, "size": size, "v": _CACHE_VERSION}
+    if x264 != _X264_OPTIONS:  # default clips keep their cache keys
+        params["x264"] = x264
     return write_output(info.path, "clip", params, ".mp4", produce, out=out, cache=cache)
 
 
@@ -113,7 +124,14 @@ def _output_size(info: MediaInfo, max_edge: int | None) -> tuple[int, int]:
     return _even(w * scale), _even(h * scale)
 
 
-def _encode(info: MediaInfo, start: float, end: float, size: tuple[int, int], dest: Path) -> None:
+def _encode(
+    info: MediaInfo,
+    start: float,
+    end: float,
+    size: tuple[int, int],
+    dest: Path,
+    x264: dict[str, str],
+) -> None:
     # The nominal rate only guides x264's rate control; frame times come from the source.
     fps = Fraction(info.fps).limit_denominator(1001) if info.fps else Fraction(25)
     with av.open(str(dest), mode="w", format="mp4", options={"movflags": "+faststart"}) as out:
@@ -124,7 +142,7 @@ def _encode(info: MediaInfo, start: float, end: float, size: tuple[int, int], de
         vout.codec_context.time_base = _TIME_BASE
         # PyAV opens codecs with thread_count=0 (auto): x264 runs its own frame threads, and the
         # source decoder is set to frame+slice threading in _video_items.
-        vout.codec_context.options = dict(_X264_OPTIONS)
+        vout.codec_context.options = dict(x264)
         tracks: list[Iterator[_Item]] = [_video_items(info, start, end, size)]
         aout: av.audio.stream.AudioStream | None = None
         if info.has_audio:

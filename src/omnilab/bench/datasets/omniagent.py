@@ -67,6 +67,15 @@ def mcq_answers(answer: object, options: dict[str, str] | None) -> AnswerSet:
     return AnswerSet(label=letter, aliases=tuple(dict.fromkeys([*aliases, *raw.aliases])))
 
 
+def _source_folder(video: str | None) -> str | None:
+    """The benchmark a video comes from in the release's layout ``videos/<source>/<file>``."""
+    if not video:
+        return None
+    parts = video.replace("\\", "/").split("/")
+    parent = parts[-2] if len(parts) >= 2 else ""
+    return None if parent in ("", ".", "..", "videos") else parent
+
+
 def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
     """One OmniAgent item as a :class:`Task`."""
     question = require_question(record, "question")
@@ -102,6 +111,9 @@ def convert(record: dict[str, Any], ctx: ItemContext) -> Task:
         value = next((t for n in names if (t := as_text(record.get(n))) is not None), None)
         if value is not None:
             attributes[key] = value
+    source = as_text(record.get("source")) or _source_folder(video)
+    if source:
+        attributes["source"] = source
     unit = expected_unit(question) if qtype in ("NUM", "SIZE") else None
     if unit is not None:
         attributes["unit"] = unit
