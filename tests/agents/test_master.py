@@ -27,6 +27,7 @@ from test_master_kit import (
 from omnilab.agents import AgentConfigError, TaskInfo
 from omnilab.agents.templates import load_template
 from omnilab.media.synth import make_audio, make_image, make_video
+from omnilab.trajectory import render_text
 
 
 def notes_file(tmp_path: Path, text: str = "The meeting is at noon.") -> Path:
@@ -68,6 +69,9 @@ def test_one_round_stops_when_the_decision_is_final(tmp_path: Path) -> None:
         "master-r1-decision",
     }
     assert {e.role for e in traj.model_calls} == {"text", "master"}
+    shown = render_text(traj, width=400)  # what `omnilab trace` prints: each call's role/context
+    assert "[text text-r1-3]" in shown and "[master master-r1-decision-4]" in shown
+    assert "reasoning: round 1: meeting time -> text_agent: When is the meeting?" in shown
     assert [n.label for n in run.notes] == ["perception", "reasoning", "answers", "decision"]
     answers = run.notes_of("answers")[0]
     assert answers.data["questions_and_answers"] == [

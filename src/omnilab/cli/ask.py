@@ -114,7 +114,9 @@ class LiveView:
         # own model, e.g. the perception model behind audio_qa.
         side = event.role != "agent" if event.role is not None else event.model != self.agent_model
         if side:
-            self._print(f"  [dim]({escape(event.model)} answered a perception question)[/]")
+            # A tool's perception model, or one of a master agent's per-role models.
+            role = f" as {event.role}" if event.role is not None else ""
+            self._print(f"  [dim]({escape(event.model)} answered{escape(role)})[/]")
             return
         self.step += 1
         self.console.print(Rule(f"step {self.step}", align="left", style="dim"))
