@@ -292,3 +292,20 @@ def test_the_prompts_are_the_papers(tmp_path: Path) -> None:
     )
     decided = master.stage(DECISION)[0].config.response_format.json_schema  # type: ignore[union-attr]
     assert decided["properties"]["suggestions_for_next_round"]["minItems"] == 1
+
+
+def test_the_time_budget_ends_the_run_keeping_the_last_answer(tmp_path: Path) -> None:
+    from omnilab.agents import Budgets
+
+    master = StageModel(replies={DECISION: [decision("early guess", False)]})
+    text = StageModel(delays=[0.0, 30.0])  # round 2's answer never comes in time
+    run = run_master(
+        tmp_path,
+        model(master, "master"),
+        roles={"text": model(text, "text")},
+        budgets=Budgets(max_seconds=1.5),
+    )
+    traj = run.trajectory
+    assert traj.status == "budget"
+    assert [e.error_kind for e in run.errors] == ["budget"]
+    assert traj.answer == "early guess"  # round 1's decision, kept when round 2 ran out

@@ -80,6 +80,8 @@ class StageModel:
     capabilities: Capabilities = field(default_factory=lambda: ALL)
     replies: dict[str, list[Any]] = field(default_factory=dict)
     latency_s: float = 0.0
+    delays: list[float] = field(default_factory=list)
+    """Seconds to wait on each call in turn (then ``latency_s``)."""
     endpoint: str = "stage-model"
     secrets: tuple[str, ...] = ()
     requests: list[Request] = field(default_factory=list)
@@ -94,8 +96,9 @@ class StageModel:
         name = config.response_format.name
         request = Request(name, list(messages), config, time.perf_counter())
         self.requests.append(request)
-        if self.latency_s:
-            await asyncio.sleep(self.latency_s)
+        wait = self.delays.pop(0) if self.delays else self.latency_s
+        if wait:
+            await asyncio.sleep(wait)
         queued = self.replies.get(name)
         if queued:
             reply = queued.pop(0) if len(queued) > 1 else queued[0]
