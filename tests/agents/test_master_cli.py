@@ -62,6 +62,7 @@ def test_ask_shows_each_round_live(tmp_path: Path) -> None:
         "--role", f"text={text}", "--out", tmp_path / "run",
     )  # fmt: skip
     lines = out.splitlines()
+    assert lines[1] == "agent master" and f"models: agent={master}, text={text}" in out
     assert any("perception:" in line and "a note about a meeting" in line for line in lines)
     assert any(
         "reasoning:" in line and "text_agent: When is the meeting?" in line for line in lines
