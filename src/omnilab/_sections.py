@@ -346,3 +346,8 @@ class AgentSettings(_Section):
 
     max_turns: int = Field(default=50, ge=1)
     """Tool-using model turns before the forced final answer (OmniGAIA uses 50)."""
+
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Models bound by role in every ``ask`` and new ``eval`` run, ``provider:model[@url]`` by
+    role name (``[agents.roles]`` with ``image = "..."``, e.g. the ``master`` agent's pool);
+    ``--role ROLE=MODEL`` and ``roles=`` win over them."""

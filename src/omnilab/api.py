@@ -135,7 +135,8 @@ async def ask_async(
     )
     runner = _agent(agent, options)
     chat_model = _model(model)
-    bound_roles = {role: _model(m) for role, m in (roles or {}).items()}
+    named: dict[str, str | Model] = {**get_settings().agents.roles, **(roles or {})}
+    bound_roles = {role: _model(m) for role, m in named.items()}
     if perception_model is not None:
         bound_roles["perception"] = _model(perception_model)
     budgets = Budgets(

@@ -48,6 +48,7 @@ AGENTS: Registry[AgentFactory] = Registry(
         "deepsearch": "omnilab.agents.deepsearch:DeepSearchAgent",
         "coder": "omnilab.agents.coder:CoderAgent",
         "ota": "omnilab.agents.ota:OtaAgent",
+        "master": "omnilab.agents.master:MasterAgent",
     },
     error=AgentConfigError,
     coerce=_factory,

@@ -157,6 +157,9 @@ class AgentRun:
         self.usage = Usage()
         self.turns = 0
         self.clock = BudgetClock(ctx.budgets.max_seconds)
+        self.stats: dict[str, float] = {}
+        """Per-run figures the scaffold reports (e.g. ``rounds``): written into ``run_end`` and
+        averaged over tasks by ``omnilab metrics``."""
         self._contexts = 0
         self._last_call_id: str | None = None
         self._last_context_id: str | None = None
@@ -203,11 +206,16 @@ class AgentRun:
 
     # -- contexts -----------------------------------------------------------------------------
 
-    def context(self, role: str = "agent", *, messages: Sequence[Message] = ()) -> Context:
-        """A new conversation talking to the model of ``role``; ``messages`` are added first."""
+    def context(
+        self, role: str = "agent", *, messages: Sequence[Message] = (), name: str | None = None
+    ) -> Context:
+        """A new conversation talking to the model of ``role``; ``messages`` are added first.
+
+        ``name`` starts the context's id instead of the role (e.g. ``image-r2`` for a round of a
+        master agent), so trace and the viewer can tell its stages and rounds apart."""
         if role not in self.models:
             raise AgentConfigError(f"no model for role {role!r}; roles: {', '.join(self.models)}")
-        context = Context(id=self._new_context_id(role), role=role)
+        context = Context(id=self._new_context_id(name or role), role=role)
         for message in messages:
             self.add(context, message)
         return context
@@ -448,7 +456,13 @@ class AgentRun:
 
     def _end(self, status: RunStatus) -> None:
         self.emit(
-            RunEnd(status=status, usage=self.usage, wall_s=self.clock.elapsed(), turns=self.turns)
+            RunEnd(
+                status=status,
+                usage=self.usage,
+                wall_s=self.clock.elapsed(),
+                turns=self.turns,
+                stats=dict(self.stats),
+            )
         )
 
     def trajectory(self) -> Trajectory:

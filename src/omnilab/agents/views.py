@@ -38,6 +38,7 @@ __all__ = [
     "default_mode",
     "first_message_parts",
     "media_kinds",
+    "text_part",
 ]
 
 Mode = Literal["native", "active", "tools", "audio-as-tool", "vision-as-tool", "evidence"]
@@ -122,7 +123,8 @@ def check_mode(mode: Mode, inputs: InputSet, caps: Capabilities, model: str) -> 
             )
 
 
-def _text_part(f: InputFile) -> Text:
+def text_part(f: InputFile) -> Text:
+    """A text input inlined as text (cut past a length), labelled with its id and file name."""
     try:
         raw = f.path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
@@ -242,7 +244,7 @@ async def first_message_parts(
     (:func:`~omnilab.agents.question.question_text`); a bare string is sent as it is.
     """
     parts: list[Content] = [Text(text=inputs.listing())]
-    parts += [_text_part(f) for f in inputs if f.kind == "text"]
+    parts += [text_part(f) for f in inputs if f.kind == "text"]
     if mode == "native":
         for f in inputs:
             if f.kind != "text":

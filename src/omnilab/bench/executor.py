@@ -179,6 +179,7 @@ class TaskExecutor:
                 "cost_usd": cost_usd(trajectory.model_calls, self.prices),
                 "tool_calls": _tool_counts(trajectory),
                 "model_calls": len(trajectory.model_calls),
+                "stats": trajectory.run_end.stats if trajectory.run_end is not None else {},
             }
             if error is not None and kind != "timeout":
                 kind = _model_error_kind(trajectory) or kind

@@ -239,9 +239,10 @@ def ask_header(
     mode: str | None = None,
     tools: Sequence[str] | None = None,
     budgets: Mapping[str, Any] | None = None,
+    roles: Mapping[str, str] | None = None,
 ) -> RunHeader:
-    """The header of ``omnilab ask`` running ``agent`` on ``files`` (the model named, else the
-    default one)."""
+    """The header of ``omnilab ask`` with ``agent`` on ``files`` (the model named, else the
+    default one; ``roles`` are the further models by role)."""
     from omnilab.inputs import InputSet
     from omnilab.models import get_model
 
@@ -250,6 +251,7 @@ def ask_header(
         agent=agent,
         model=get_model(model),
         agent_options={"mode": mode} if mode else None,
+        roles=roles,
         tools=tools,
         budgets=Budgets(**given),
         task_files=[list(InputSet.from_paths(files))],

@@ -32,6 +32,7 @@ __all__ = [
     "Figure",
     "Measure",
     "Rate",
+    "RunStat",
     "RunSummary",
     "ToolCallStats",
     "UsageStats",
@@ -46,6 +47,7 @@ __all__ = [
     "non_empty_rate",
     "pass_at_1",
     "pass_at_1_by_rules",
+    "run_stats",
     "summarize",
     "tool_call_stats",
     "usage_stats",
@@ -271,6 +273,33 @@ def wall_time_stats(results: Sequence[TaskResult]) -> WallTimeStats:
     )
 
 
+class RunStat(BaseModel):
+    """One per-run figure an agent reports (``TaskResult.stats``), over the tasks reporting it."""
+
+    mean: float
+    """The mean; for a 0/1 figure (``stopped_early``) the share of runs where it was 1."""
+    tasks: int
+    distribution: dict[str, int]
+    """Number of tasks by value (``{"1": 7, "3": 3}`` rounds)."""
+
+
+def run_stats(results: Sequence[TaskResult]) -> dict[str, RunStat]:
+    """Each figure agents reported per run (e.g. ``rounds`` and ``stopped_early`` of
+    ``master``), summarised over the tasks that report it; failed runs count as they stopped."""
+    values: dict[str, list[float]] = {}
+    for r in results:
+        for name, value in r.stats.items():
+            values.setdefault(name, []).append(value)
+    return {
+        name: RunStat(
+            mean=statistics.fmean(vs),
+            tasks=len(vs),
+            distribution={f"{v:g}": n for v, n in sorted(Counter(vs).items())},
+        )
+        for name, vs in sorted(values.items())
+    }
+
+
 class RunSummary(BaseModel):
     """Everything the papers report about a run, plus confidence intervals."""
 
@@ -297,6 +326,8 @@ class RunSummary(BaseModel):
     rules: dict[str, Rate] = Field(default_factory=dict)
     """Pass@1 under the strict and the reference scoring rules, side by side
     (:func:`pass_at_1_by_rules`); empty for scorers that do not record both."""
+    run_stats: dict[str, RunStat] = Field(default_factory=dict)
+    """Per-run figures the agent reported (:func:`run_stats`), e.g. ``rounds``."""
 
 
 def summarize(
@@ -337,6 +368,7 @@ def summarize(
         failed_runs=sum(1 for r in results if r.error is not None),
         samples=sample_stats(results),
         rules=pass_at_1_by_rules(results),
+        run_stats=run_stats(results),
     )
 
 

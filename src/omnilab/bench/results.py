@@ -57,6 +57,8 @@ class TaskResult(BaseModel):
     or the model error kind (``connection``, ``server``, ...) when a model call failed."""
     model_calls: int = 0
     """Model calls the agent made (answered, cached or failed); 0 means it never reached one."""
+    stats: dict[str, float] = Field(default_factory=dict)
+    """Per-run figures the agent reported in its ``run_end`` (e.g. ``rounds`` of ``master``)."""
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
     """A copy of the task's metadata, so results group without the dataset file."""
     modalities: str = "none"

@@ -86,6 +86,9 @@ def _overview(summary: RunSummary, label: str) -> Table:
     table.add_row(
         "seconds / task", f"{wall.mean_s:.2f}", f"p90 {wall.p90_s:.2f}, max {wall.max_s:.2f}"
     )
+    for name, stat in summary.run_stats.items():  # figures the agent reported per run
+        spread = ", ".join(f"{v}: {n}" for v, n in stat.distribution.items())
+        table.add_row(f"{name} (mean)", f"{stat.mean:.2f}", f"n={stat.tasks}; {spread}")
     return table
 
 

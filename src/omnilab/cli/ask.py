@@ -114,7 +114,9 @@ class LiveView:
         # own model, e.g. the perception model behind audio_qa.
         side = event.role != "agent" if event.role is not None else event.model != self.agent_model
         if side:
-            self._print(f"  [dim]({escape(event.model)} answered a perception question)[/]")
+            # A tool's perception model, or one of a master agent's per-role models.
+            role = f" as {event.role}" if event.role is not None else ""
+            self._print(f"  [dim]({escape(event.model)} answered{escape(role)})[/]")
             return
         self.step += 1
         self.console.print(Rule(f"step {self.step}", align="left", style="dim"))
@@ -171,12 +173,17 @@ def _print_header(
     tools: list[str] | None,
     *limits: float | None,
     agent: str = "tir",
+    roles: dict[str, str] | None = None,
 ) -> None:
     """The run header (agent, mode and why, tools, models, budgets) above the live view."""
     from omnilab.bench.header import ask_header, render_header
+    from omnilab.config import get_settings
 
     budgets = dict(zip(("max_turns", "max_tokens", "max_seconds"), limits, strict=True))
-    header = ask_header(files, agent=agent, model=model, mode=mode, tools=tools, budgets=budgets)
+    named = {**get_settings().agents.roles, **(roles or {})}
+    header = ask_header(
+        files, agent=agent, model=model, mode=mode, tools=tools, budgets=budgets, roles=named
+    )
     for line in render_header(header):
         style = "bold yellow" if line.startswith("warning:") else "dim"
         console.print(line, style=style, markup=False, highlight=False)
@@ -269,7 +276,7 @@ def ask(
     if console is not None:
         console.print(Rule(escape(question)))
         limits = (max_turns, max_tokens, max_seconds)
-        _print_header(console, files, model, mode, tool_names, *limits, agent=agent)
+        _print_header(console, files, model, mode, tool_names, *limits, agent=agent, roles=roles)
     result = run_ask(
         files,
         question,

@@ -249,6 +249,9 @@ def eval_(
     preset_agent = get_protocol(protocol_name).agent if protocol_name else "tir"
     agent_name = _pick(agent, stored, "agent", preset_agent)
     given_judges = split_values(judge) or None
+    given_roles = parse_pairs(role, "--role", parse_json=False)
+    if stored is None:  # a new run: the configured roles, the flags winning
+        given_roles = {**get_settings().agents.roles, **given_roles}
     config = new_config(
         name,
         data_path,
@@ -261,7 +264,7 @@ def eval_(
             "agent_options",
             {},
         ),
-        roles=_pick(parse_pairs(role, "--role", parse_json=False) or None, stored, "roles", {}),
+        roles=_pick(given_roles or None, stored, "roles", {}),
         tools=_pick(split_values([tools]) if tools is not None else None, stored, "tools", None),
         budgets=_budgets(
             stored, max_turns=max_turns, max_tokens=max_tokens, max_seconds=max_seconds

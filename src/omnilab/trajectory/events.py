@@ -186,6 +186,9 @@ class RunEnd(_Event):
     """Tokens of every model call of the run (perception and judge models included)."""
     wall_s: float
     turns: int
+    stats: dict[str, float] = Field(default_factory=dict)
+    """Per-run figures the scaffold reports (``AgentRun.stats``, e.g. a master agent's
+    ``rounds``); ``omnilab metrics`` averages each over the tasks that report it."""
 
 
 Event = Annotated[

@@ -1,0 +1,346 @@
+"""The four stages of Agent-Omni's master agent (§2.2) on one :class:`AgentRun`.
+
+1. perception: each modality agent turns each of its inputs into a JSON summary (all inputs
+   at once, concurrently);
+2. reasoning: the master states ``user_intent`` and sub-questions per agent (Figure 4 prompt,
+   Figure 6 schema);
+3. execution: each agent named answers its sub-questions seeing only its own inputs (all of
+   them); the agents of a round run concurrently;
+4. decision: the master writes ``final_answer``, ``is_final`` and ``suggestions_for_next_round``
+   (Figure 5 prompt, Figure 7 schema); a final decision ends the loop, else the next round's
+   reasoning sees every earlier round, up to ``max_rounds``.
+
+Each stage call is its own context, named by role, stage and round (``master-r2-decision-7``,
+``image-r2-8``), and each stage leaves a ``StepNote`` (``omnilab ask`` shows them live).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omnilab.agents.master.options import MasterOptions
+from omnilab.agents.master.pool import ModalityAgent
+from omnilab.agents.master.schemas import (
+    InputSummary,
+    MasterDecisionStructure,
+    answers_schema,
+    reasoning_structure,
+)
+from omnilab.agents.master.structured import Reply, ask_json
+from omnilab.agents.master.views import agent_parts
+from omnilab.agents.question import question_text
+from omnilab.agents.session import AgentRun
+from omnilab.agents.templates import render
+from omnilab.content import Text
+from omnilab.models.types import Message
+from omnilab.trajectory import RunStatus
+
+__all__ = ["MasterLoop", "Round"]
+
+_NOTE_CHARS = 300
+
+
+@dataclass
+class Round:
+    """What one round produced (the history later stages read)."""
+
+    number: int
+    user_intent: str = ""
+    instructions: dict[str, list[str]] = field(default_factory=dict)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    decision: dict[str, Any] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The round as the prompts' ``historical_message`` lists it."""
+        out: dict[str, Any] = {
+            "round": self.number,
+            "user_intent": self.user_intent,
+            "agent_results": self.results,
+        }
+        if self.decision is not None:
+            out["decision"] = self.decision
+        return out
+
+
+async def _all(calls: list[Coroutine[Any, Any, Reply | None]]) -> list[Reply | None]:
+    """Await ``calls`` concurrently; the first failure (a model error) cancels the rest and is
+    raised as itself, so the run session ends the run as for any model failure."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in calls]
+    except ExceptionGroup as e:
+        raise e.exceptions[0] from None
+    return [t.result() for t in tasks]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _short(text: str, limit: int = _NOTE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class MasterLoop:
+    """The master loop over one run (see the module docstring)."""
+
+    def __init__(self, run: AgentRun, options: MasterOptions, agents: list[ModalityAgent]) -> None:
+        self.run_ = run
+        self.options = options
+        self.agents = {a.name: a for a in agents}
+        self.views: Path = run.ctx.workspace / "views"
+        self.summaries: dict[str, dict[str, str]] = {}
+        self.rounds: list[Round] = []
+        self.query = question_text(run.task)
+        self.agent_info = json.dumps(
+            [
+                {
+                    "agent_name": a.name,
+                    "modality": a.modality,
+                    "inputs": [i.id for i in a.inputs],
+                }
+                for a in agents
+            ]
+        )
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def run(self) -> RunStatus:
+        run = self.run_
+        if self.options.perception and not await self.perceive():
+            return "budget"
+        last: dict[str, Any] | None = None
+        last_text = ""
+        for number in range(1, self.options.max_rounds + 1):
+            if run.out_of_budget():
+                return self._finish(last, last_text, "budget")
+            current = Round(number)
+            self.rounds.append(current)
+            run.stats["rounds"] = number
+            if not await self.reason(current):
+                return self._finish(last, last_text, "budget")
+            if not await self.execute(current):
+                return self._finish(last, last_text, "budget")
+            decision = await self.decide(current)
+            if decision is None:
+                return self._finish(last, last_text, "budget")
+            if decision.value is None:
+                last_text = decision.text
+                continue
+            last = decision.value
+            if decision.value["is_final"]:
+                run.stats["stopped_early"] = float(number < self.options.max_rounds)
+                return self._finish(last, last_text, None)
+        return self._finish(last, last_text, None)
+
+    def _finish(
+        self, decision: dict[str, Any] | None, text: str, status: RunStatus | None
+    ) -> RunStatus:
+        run = self.run_
+        run.stats.setdefault("stopped_early", 0.0)
+        if decision is not None:
+            answered = run.answer(str(decision["final_answer"]))
+            return status or answered
+        if status is not None:
+            return status
+        # No decision validated in any round: the last reply's text is all there is.
+        return run.answer(text) if text.strip() else "no_answer"
+
+    # -- 1. perception ------------------------------------------------------------------------
+
+    async def perceive(self) -> bool:
+        """Summarise every input of every agent, concurrently; ``False`` when time ran out."""
+        jobs = [(a, item.id) for a in self.agents.values() for item in a.inputs]
+        done = await _all([self._summary(a, i) for a, i in jobs])
+        for (agent, item), reply in zip(jobs, done, strict=True):
+            if reply is None:
+                return False
+            text = (
+                str(reply.value["description"])
+                if reply.value is not None
+                else f"(no summary: the reply did not match its format: {reply.problem})"
+            )
+            self.summaries.setdefault(agent.modality, {})[item] = text
+            self.run_.note(
+                "perception",
+                f"{item} ({agent.name}): {_short(text)}",
+                agent=agent.name,
+                input=item,
+                summary=text,
+                ok=reply.value is not None,
+            )
+        return True
+
+    async def _summary(self, agent: ModalityAgent, item: str) -> Reply | None:
+        run = self.run_
+        caps = run.models[agent.modality].capabilities
+        parts = await agent_parts(agent, caps, self.views, only=item)
+        kind = next(i for i in agent.inputs if i.id == item).file.kind
+        prompt = render("master_perception", kind=kind, input_id=item)
+        chat = run.context(agent.modality, name=f"{agent.modality}-perception")
+        run.add(chat, Message(role="user", content=[*parts, Text(text=prompt)]))
+        schema = InputSummary.model_json_schema()
+        return await ask_json(
+            run, chat, schema, name="InputSummary", generate=self.options.generate
+        )
+
+    def _input_summaries(self) -> str:
+        return json.dumps(self.summaries, ensure_ascii=False) if self.summaries else "(none)"
+
+    def _history(self, rounds: list[Round]) -> str:
+        if not rounds:
+            return "(none: this is the first round)"
+        return json.dumps([r.record() for r in rounds], ensure_ascii=False)
+
+    # -- 2. reasoning -------------------------------------------------------------------------
+
+    def _check_agents(self, value: dict[str, Any]) -> str | None:
+        unknown = [
+            str(i.get("agent_name"))
+            for i in value.get("agent_instructions", [])
+            if i.get("agent_name") not in self.agents
+        ]
+        if unknown:
+            return (
+                f"agent_name {', '.join(map(repr, unknown))} is not in the agent pool "
+                f"({', '.join(self.agents)})"
+            )
+        return None
+
+    async def reason(self, current: Round) -> bool:
+        """The master's sub-questions for this round; ``False`` when time ran out."""
+        run = self.run_
+        system = render(
+            "master_reasoning",
+            cur_round_num=_ordinal(current.number),
+            historical_message=self._history(self.rounds[:-1]),
+            input_summaries=self._input_summaries(),
+            available_agent_info=self.agent_info,
+        )
+        chat = run.context("master", name=f"master-r{current.number}-reasoning")
+        run.add(chat, Message.system(system))
+        run.add(chat, Message.user(self.query))
+        schema = reasoning_structure(self.agent_info).model_json_schema()
+        reply = await ask_json(
+            run,
+            chat,
+            schema,
+            name="MasterReasoningStructure",
+            generate=self.options.generate,
+            check=self._check_agents,
+            turn=True,
+        )
+        if reply is None:
+            return False
+        if reply.value is not None:
+            current.user_intent = str(reply.value["user_intent"])
+            for item in reply.value["agent_instructions"]:
+                questions = current.instructions.setdefault(item["agent_name"], [])
+                questions += [str(q) for q in item["questions"]]
+        else:
+            # The paper's loop has no plan to run: ask each agent with inputs the user's query
+            # itself, as Figure 4 (item 9) suggests for a first round.
+            with_inputs = [n for n, a in self.agents.items() if a.inputs] or list(self.agents)
+            current.instructions = {n: [self.query] for n in with_inputs}
+        shown = "; ".join(f"{name}: " + " | ".join(qs) for name, qs in current.instructions.items())
+        run.note(
+            "reasoning",
+            f"round {current.number}: {_short(current.user_intent, 120)} -> {_short(shown)}",
+            round=current.number,
+            user_intent=current.user_intent,
+            instructions=current.instructions,
+            ok=reply.value is not None,
+        )
+        return True
+
+    # -- 3. execution -------------------------------------------------------------------------
+
+    async def execute(self, current: Round) -> bool:
+        """Every agent named answers its questions, concurrently; ``False`` when time ran out."""
+        named = list(current.instructions.items())
+        replies = await _all([self._answer(self.agents[n], qs, current.number) for n, qs in named])
+        for (name, questions), reply in zip(named, replies, strict=True):
+            if reply is None:
+                return False
+            result: dict[str, Any] = {"agent_name": name}
+            if reply.value is not None:
+                answers = [str(a) for a in reply.value["answers"]]
+                result["questions_and_answers"] = [
+                    {"question": q, "answer": a} for q, a in zip(questions, answers, strict=True)
+                ]
+                shown = " | ".join(f"{q} -> {a}" for q, a in zip(questions, answers, strict=True))
+            else:
+                result["questions"] = questions
+                result["unformatted_reply"] = reply.text
+                shown = f"(reply did not match its format) {reply.text}"
+            current.results.append(result)
+            self.run_.note(
+                "answers",
+                f"round {current.number} {name}: {_short(shown)}",
+                round=current.number,
+                **result,
+            )
+        return True
+
+    async def _answer(
+        self, agent: ModalityAgent, questions: list[str], number: int
+    ) -> Reply | None:
+        run = self.run_
+        caps = run.models[agent.modality].capabilities
+        parts = await agent_parts(agent, caps, self.views)
+        listed = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
+        chat = run.context(agent.modality, name=f"{agent.modality}-r{number}")
+        prompt = render("master_execution", questions=listed)
+        run.add(chat, Message(role="user", content=[*parts, Text(text=prompt)]))
+        return await ask_json(
+            run,
+            chat,
+            answers_schema(len(questions)),
+            name="AgentAnswers",
+            generate=self.options.generate,
+        )
+
+    # -- 4. decision --------------------------------------------------------------------------
+
+    async def decide(self, current: Round) -> Reply | None:
+        """The master's decision for this round; ``None`` when time ran out."""
+        run = self.run_
+        system = render(
+            "master_decision",
+            cur_round_num=_ordinal(current.number),
+            input_summaries=self._input_summaries(),
+            historical_message=self._history(self.rounds),
+            available_agent_info=self.agent_info,
+        )
+        chat = run.context("master", name=f"master-r{current.number}-decision")
+        run.add(chat, Message.system(system))
+        run.add(chat, Message.user(self.query))
+        reply = await ask_json(
+            run,
+            chat,
+            MasterDecisionStructure.model_json_schema(),
+            name="MasterDecisionStructure",
+            generate=self.options.generate,
+            turn=True,
+        )
+        if reply is None:
+            return None
+        current.decision = reply.value
+        if reply.value is not None:
+            value = reply.value
+            text = (
+                f"round {current.number}: {'final' if value['is_final'] else 'not final'}: "
+                f"{_short(str(value['final_answer']), 200)} | next: "
+                f"{_short('; '.join(map(str, value['suggestions_for_next_round'])), 150)}"
+            )
+        else:
+            text = f"round {current.number}: no decision (the reply did not match its format)"
+        run.note("decision", text, round=current.number, decision=reply.value)
+        return reply

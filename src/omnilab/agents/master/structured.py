@@ -1,0 +1,90 @@
+"""One structured call of the master agent: a reply as JSON matching a schema, retried once.
+
+The call asks for the schema through ``GenerateConfig.response_format`` (a server that can
+constrains decoding to it, the local model compiles it to a grammar, other models get it in the
+prompt). A reply that is not JSON matching the schema, or that a stage's own check refuses (an
+agent name not in the pool), gets one more chance with the problem stated
+(``prompts/master_format_retry.txt``); a second bad reply is recorded as an ``ErrorEvent`` of
+kind ``format`` and the caller goes on without it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from omnilab.agents.session import AgentRun, Context
+from omnilab.agents.templates import render
+from omnilab.models.structured import schema_problem
+from omnilab.models.types import GenerateConfig, Message, ResponseFormat
+from omnilab.trajectory import ErrorEvent
+
+__all__ = ["Check", "Reply", "ask_json"]
+
+Check = Callable[[dict[str, Any]], str | None]
+"""A stage's own test of a valid reply: why it cannot be used (one line), or ``None``."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A structured reply: ``value`` when it validated, else ``None`` with the ``problem``."""
+
+    value: dict[str, Any] | None
+    text: str
+    problem: str | None = None
+    attempts: int = 1
+
+
+def _unfenced(text: str) -> str:
+    # Models that only read the schema in the prompt often wrap the JSON in a Markdown fence.
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.removeprefix("```json").removeprefix("```").removesuffix("```")
+    return stripped.strip()
+
+
+def _problem(text: str, schema: dict[str, Any], check: Check | None) -> str | None:
+    problem = schema_problem(_unfenced(text), schema)
+    if problem is None and check is not None:
+        value = json.loads(_unfenced(text))
+        problem = check(value) if isinstance(value, dict) else "the answer is not a JSON object"
+    return problem
+
+
+async def ask_json(
+    run: AgentRun,
+    context: Context,
+    schema: dict[str, Any],
+    *,
+    name: str,
+    generate: GenerateConfig,
+    check: Check | None = None,
+    turn: bool = False,
+) -> Reply | None:
+    """Call ``context``'s role for JSON matching ``schema`` (see the module docstring);
+    ``None`` when the time budget ran out."""
+    fmt = ResponseFormat(json_schema=schema, name=name)
+    config = generate.model_copy(update={"response_format": fmt})
+    problem: str | None = None
+    text = ""
+    for attempt in (1, 2):
+        if attempt == 2:
+            run.add(context, Message.user(render("master_format_retry", problem=problem)))
+        output = await run.call(context.role, context, config=config, turn=turn)
+        if output is None:
+            return None
+        text = output.text
+        problem = _problem(text, schema, check)
+        if problem is None:
+            return Reply(json.loads(_unfenced(text)), text, attempts=attempt)
+    run.emit(
+        ErrorEvent(
+            error_kind="format",
+            message=f"{name} reply of {context.role} did not validate after a retry: {problem}",
+            details={"schema": name, "reply": text[:2000]},
+            context_id=context.id,
+        )
+    )
+    return Reply(None, text, problem, attempts=2)

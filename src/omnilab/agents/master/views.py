@@ -1,0 +1,69 @@
+"""What a modality agent is shown: its own inputs only, each labelled by id.
+
+Images and audio go as they are; a video's sound track as an ``Audio`` part over the video file
+(the adapters send it as that video's audio); a video natively to a model that takes video, else
+as frames with their timestamps (the model's ``video_frames`` flag says how many) and no sound,
+which is the audio agent's. Text files are inlined (every model reads text). No host path
+reaches a prompt: inputs are named by id and file name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from omnilab.agents.master.pool import AgentInput, ModalityAgent
+from omnilab.agents.views import text_part
+from omnilab.content import Audio, Content, Image, Text, Video
+from omnilab.models.capabilities import Capabilities
+
+__all__ = ["agent_parts", "input_parts"]
+
+
+def _frames(item: AgentInput, count: int, views: Path) -> list[Content]:
+    # Imported here: decoding is needed only when a video model lacks video input.
+    from omnilab.media.errors import MediaError
+    from omnilab.media.video import frames
+
+    f = item.file
+    try:
+        shots = frames(f.path, 0.0, None, num=count)
+    except MediaError as e:
+        return [Text(text=f"[{item.id}: no frames ({e.code}: {f.redact(e.message)})]")]
+    views.mkdir(parents=True, exist_ok=True)
+    parts: list[Content] = [
+        Text(text=f"[{item.id}: video as {len(shots)} frames, each after its time in seconds]")
+    ]
+    for shot in shots:
+        out = views / f"{item.id}_t{shot.timestamp:.3f}.jpg"
+        shot.image.convert("RGB").save(out, quality=90)
+        parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
+    return parts
+
+
+def input_parts(item: AgentInput, caps: Capabilities, views: Path) -> list[Content]:
+    """The message parts showing one input to a model with ``caps`` (frames go into ``views``)."""
+    f = item.file
+    if item.track_of is not None:
+        return [
+            Text(text=f"[{item.id}: the sound track of video {item.track_of}]"),
+            Audio(path=f.path),
+        ]
+    if f.kind in ("text", "document"):
+        return [text_part(f)]
+    if f.kind == "video" and not caps.video:
+        return _frames(item, caps.video_frames, views)
+    part = {"image": Image, "audio": Audio, "video": Video}[f.kind](path=f.path)
+    return [Text(text=f"[{item.id}: {f.kind} {f.path.name}]"), part]
+
+
+async def agent_parts(
+    agent: ModalityAgent, caps: Capabilities, views: Path, only: str | None = None
+) -> list[Content]:
+    """Every input of ``agent`` (or the one with id ``only``) as message parts."""
+    parts: list[Content] = []
+    for item in agent.inputs:
+        if only is None or item.id == only:
+            # Frame decoding takes a while for long videos: keep the event loop free.
+            parts += await asyncio.to_thread(input_parts, item, caps, views)
+    return parts
