@@ -23,15 +23,15 @@ context of its own and the id of the model call whose tool call made it as its p
 from __future__ import annotations
 
 import asyncio
-import json
 import traceback
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from omnilab.agents.answer import final_answer, looks_like_tool_call
+from omnilab.agents.answer import final_answer
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.session_types import Context, ToolOutcome, ToolRound, writes_a_call
 from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
 from omnilab.models.errors import ModelError
 from omnilab.models.events import ModelCallEvent
@@ -60,35 +60,6 @@ SentAs = Literal["tool", "user"]
 
 
 @dataclass
-class Context:
-    """One conversation of a run: its id, the role it talks to, and its messages so far."""
-
-    id: str
-    role: str
-    messages: list[Message] = field(default_factory=list)
-    last_call_id: str | None = None
-    """The latest model call in this context (the parent of what follows it)."""
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """One tool call and what went back to the model."""
-
-    call: ToolCall
-    result: ToolResult
-    event: ToolResultEvent
-
-
-@dataclass(frozen=True)
-class ToolRound:
-    """The results of one turn's tool calls, in the calls' order."""
-
-    outcomes: list[ToolOutcome]
-    terminal: ToolOutcome | None = None
-    """The first call of a terminal tool that succeeded: the scaffold should end the run."""
-
-
-@dataclass
 class _CallScope:
     run: AgentRun
     context: Context
@@ -99,19 +70,6 @@ class _CallScope:
 # bound model's sink can label its event, and copied into tool tasks as their parent.
 _CALL: ContextVar[_CallScope | None] = ContextVar("omnilab_agent_call", default=None)
 _PARENT: ContextVar[str | None] = ContextVar("omnilab_agent_parent", default=None)
-
-
-def _writes_a_call(text: str, tool_names: Collection[str]) -> bool:
-    """Whether ``text`` is a tool call written out: a call tag, a JSON ``arguments`` key, or a
-    JSON object naming one of the tools."""
-    if looks_like_tool_call(text):
-        return True
-    stripped = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-    try:
-        data = json.loads(stripped)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("name") in tool_names
 
 
 class AgentRun:
@@ -372,7 +330,7 @@ class AgentRun:
         called = not isinstance(output, str) and bool(output.tool_calls)
         answer, source = final_answer(text)
         if not verbatim and (
-            called or (source == "whole_text" and _writes_a_call(text, tool_names))
+            called or (source == "whole_text" and writes_a_call(text, tool_names))
         ):
             answer, source = None, None
         self.emit(
