@@ -1,0 +1,135 @@
+"""Media into the report folder: small copies made when the report is built.
+
+A page never points at the dataset, the media cache or the run's workspace: every image, audio
+segment and clip a page shows is copied (images downscaled to a thumbnail and a larger view)
+under ``<report>/media/`` once, named by a hash of its source, so a report opens from any disk.
+A media part is found at its own path, else among the run's saved copies (the trajectory's
+``.media`` folder, the task's workspace) by file name; inline bytes are written out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import mimetypes
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
+
+from omnilab.content import Audio, Document, Image, Video
+
+__all__ = ["MediaCopier", "MediaRef"]
+
+THUMB_PX = 320
+"""Longest side of an image thumbnail."""
+LARGE_PX = 1280
+"""Longest side of the enlarged view."""
+MAX_COPY_BYTES = 25 * 1024 * 1024
+"""Audio and video larger than this are not copied (the page names them instead)."""
+
+
+@dataclass(frozen=True)
+class MediaRef:
+    """Where a media part lies in the report, relative to the report folder."""
+
+    kind: str
+    name: str
+    src: str | None
+    """The copy (the large view for images); ``None`` when it could not be copied."""
+    thumb: str | None = None
+    note: str = ""
+    """Why there is no copy, for the page."""
+
+
+class MediaCopier:
+    """Copies media into ``out/media`` once per source (by path, size and modification time)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.folder = out / "media"
+        self._done: dict[tuple[str, ...], MediaRef] = {}
+
+    def ref(
+        self, part: Image | Audio | Video | Document, *, search: tuple[Path, ...] = ()
+    ) -> MediaRef:
+        """The report's copy of ``part``; ``search`` lists the run's folders to look in when
+        ``part.path`` no longer exists (by file name)."""
+        name = part.name
+        if part.data is not None:
+            key: tuple[str, ...] = ("data", hashlib.sha256(part.data).hexdigest())
+            if key not in self._done:
+                suffix = part.path.suffix if part.path is not None else _suffix(part.mime_type)
+                self._done[key] = self._store(part.type, name, key[1], suffix, data=part.data)
+            return self._done[key]
+        source = _locate(part.path, search)
+        if source is None:
+            return MediaRef(part.type, name, None, note="not saved with the run")
+        stat = source.stat()
+        key = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
+        if key not in self._done:
+            digest = hashlib.sha256("\0".join(key).encode()).hexdigest()
+            if part.type in ("audio", "video") and stat.st_size > MAX_COPY_BYTES:
+                size = stat.st_size / 1e6
+                self._done[key] = MediaRef(part.type, name, None, note=f"{size:.0f} MB, not copied")
+            else:
+                self._done[key] = self._store(part.type, name, digest, source.suffix, path=source)
+        return self._done[key]
+
+    def _store(
+        self,
+        kind: str,
+        name: str,
+        digest: str,
+        suffix: str,
+        *,
+        path: Path | None = None,
+        data: bytes | None = None,
+    ) -> MediaRef:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stem = digest[:24]
+        if kind == "image":
+            try:
+                picture = PILImage.open(path if path is not None else io.BytesIO(data or b""))
+                picture.load()
+            except (OSError, UnidentifiedImageError):
+                return MediaRef(kind, name, None, note="unreadable image")
+            large = self._scaled(picture, LARGE_PX, f"{stem}.jpg")
+            thumb = self._scaled(picture, THUMB_PX, f"{stem}.t.jpg")
+            return MediaRef(kind, name, large, thumb=thumb)
+        target = self.folder / f"{stem}{suffix.lower()}"
+        if not target.exists():
+            if path is not None:
+                shutil.copyfile(path, target)
+            else:
+                target.write_bytes(data or b"")
+        return MediaRef(kind, name, f"media/{target.name}")
+
+    def _scaled(self, picture: PILImage.Image, side: int, file: str) -> str:
+        target = self.folder / file
+        if not target.exists():
+            copy = picture.convert("RGB")
+            copy.thumbnail((side, side))
+            copy.save(target, format="JPEG", quality=82)
+        return f"media/{file}"
+
+
+def _suffix(mime: str | None) -> str:
+    return (mimetypes.guess_extension(mime or "") or ".bin") if mime else ".bin"
+
+
+def _locate(path: Path | None, search: tuple[Path, ...]) -> Path | None:
+    if path is None:
+        return None
+    if path.is_file():
+        return path
+    for folder in search:
+        candidate = folder / path.name
+        if candidate.is_file():
+            return candidate
+        nested = folder / "perception" / path.name
+        if nested.is_file():
+            return nested
+    return None

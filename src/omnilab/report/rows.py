@@ -1,0 +1,75 @@
+"""Per-task facts the index and the comparison share: one :class:`TaskRow` per result, read
+from the result and (when saved) its trajectory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omnilab.bench.results import TaskResult
+from omnilab.bench.run_dir import sample_stem
+from omnilab.trajectory import Trajectory
+
+__all__ = ["TaskRow", "state_of"]
+
+
+def state_of(result: TaskResult) -> str:
+    """``correct``, ``wrong``, ``error`` (the run failed) or ``undecided`` (no verdict)."""
+    if result.error is not None:
+        return "error"
+    if result.judged is None:
+        return "undecided"
+    return "correct" if result.judged else "wrong"
+
+
+@dataclass
+class TaskRow:
+    """One task (and sample) of a run, as the report shows it."""
+
+    result: TaskResult
+    question: str = ""
+    turns: int | None = None
+    model_calls: int = 0
+    latencies: list[float] = field(default_factory=list)
+    """Seconds of each model call."""
+    page: str | None = None
+    """The task's page, relative to the run's report folder."""
+
+    @classmethod
+    def of(cls, result: TaskResult, trajectory: Trajectory | None) -> TaskRow:
+        """The row of ``result``, with what its trajectory adds."""
+        row = cls(result=result, model_calls=result.model_calls)
+        if trajectory is not None:
+            start, end = trajectory.run_start, trajectory.run_end
+            row.question = start.question if start is not None else ""
+            row.turns = end.turns if end is not None else None
+            calls = trajectory.model_calls
+            row.model_calls = len(calls)
+            row.latencies = [c.latency_s for c in calls]
+        return row
+
+    @property
+    def stem(self) -> str:
+        """The file stem of the task's page."""
+        return sample_stem(self.result.task_id, self.result.sample)
+
+    @property
+    def state(self) -> str:
+        """See :func:`state_of`."""
+        return state_of(self.result)
+
+    @property
+    def label(self) -> str:
+        """``id`` or ``id#k`` for sample k > 0."""
+        r = self.result
+        return r.task_id if r.sample == 0 else f"{r.task_id}#{r.sample}"
+
+    @property
+    def answer(self) -> str:
+        """The extracted answer, else the output."""
+        return self.result.answer_text
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        usage = self.result.usage
+        return usage.prompt_tokens + usage.completion_tokens
