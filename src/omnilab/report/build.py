@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
 from omnilab.report.html import esc, page, write_assets
 from omnilab.report.media import MediaCopier
@@ -68,22 +69,10 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
     out.mkdir(parents=True, exist_ok=True)
     write_assets(out)
     (out / "tasks").mkdir(exist_ok=True)
-    copier = MediaCopier(out)
     rows: list[TaskRow] = []
-    for result in results:
-        file = run.trajectory_file(result.task_id, result.sample)
-        trajectory = _trajectory(file) if file.is_file() else None
-        row = TaskRow.of(result, trajectory)
-        if trajectory is not None:
-            search = (file.with_suffix(".media"), run.workspace(result.task_id, result.sample))
-            render = Renderer(copier, root="../", search=search)
-            body = (
-                f'<nav><a href="../index.html">← {esc(title)}</a></nav>'
-                f"<h1>{esc(row.label)}</h1>{trajectory_body(trajectory, render, result=result)}"
-            )
-            row.page = f"tasks/{row.stem}.html"
-            (out / row.page).write_text(page(f"{row.label} · {title}", body, root="../"), "utf-8")
-        rows.append(row)
+    with MediaCopier(out) as copier:
+        for result in results:
+            rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
     body = run_body(title, summary, rows, config=config, analysis=_analysis(run))
     (out / "index.html").write_text(page(title, body), encoding="utf-8")
@@ -108,6 +97,25 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
     ]
     (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
     return RunReport(label=title, folder=out, summary=summary, rows=rows)
+
+
+def _task_page(
+    run: RunDir, result: TaskResult, copier: MediaCopier, out: Path, title: str
+) -> TaskRow:
+    """Write the page of one task (when its trajectory is readable); its table row."""
+    file = run.trajectory_file(result.task_id, result.sample)
+    trajectory = _trajectory(file) if file.is_file() else None
+    row = TaskRow.of(result, trajectory)
+    if trajectory is not None:
+        search = (file.with_suffix(".media"), run.workspace(result.task_id, result.sample))
+        render = Renderer(copier, root="../", search=search)
+        body = (
+            f'<nav><a href="../index.html">← {esc(title)}</a></nav>'
+            f"<h1>{esc(row.label)}</h1>{trajectory_body(trajectory, render, result=result)}"
+        )
+        row.page = f"tasks/{row.stem}.html"
+        (out / row.page).write_text(page(f"{row.label} · {title}", body, root="../"), "utf-8")
+    return row
 
 
 def build_report(runs: Sequence[Path], out: Path) -> Path:
@@ -139,10 +147,11 @@ def write_trajectory_page(path: Path, out: Path) -> Path:
     trajectory = read_trajectory(path)
     out.mkdir(parents=True, exist_ok=True)
     write_assets(out)
-    render = Renderer(MediaCopier(out), search=(path.with_suffix(".media"),))
     start = trajectory.run_start
     title = (start.task_id if start is not None else None) or path.stem
-    body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
+    with MediaCopier(out) as copier:
+        render = Renderer(copier, search=(path.with_suffix(".media"),))
+        body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"
     target.write_text(page(title, body), encoding="utf-8")
     return target

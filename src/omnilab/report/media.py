@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import io
 import mimetypes
+import os
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,10 +49,30 @@ class MediaRef:
 class MediaCopier:
     """Copies media into ``out/media`` once per source (by path, size and modification time)."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, workers: int | None = None) -> None:
         self.out = out
         self.folder = out / "media"
         self._done: dict[tuple[str, ...], MediaRef] = {}
+        # The same input file recurs in every task (and each frame in every later call):
+        # answered from memory, without a stat per mention.
+        self._seen: dict[tuple[str, str, tuple[Path, ...]], MediaRef] = {}
+        # Decoding, scaling and copying run in threads (Pillow and file copies release the
+        # GIL) while pages are written; names are known at once, so pages need not wait.
+        self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
+        self._jobs: list[Future[None]] = []
+
+    def __enter__(self) -> MediaCopier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait until every copy is written (the first failure is raised)."""
+        self._pool.shutdown(wait=True)
+        for job in self._jobs:
+            job.result()
+        self._jobs = []
 
     def ref(
         self, part: Image | Audio | Video | Document, *, search: tuple[Path, ...] = ()
@@ -64,11 +86,26 @@ class MediaCopier:
                 suffix = part.path.suffix if part.path is not None else _suffix(part.mime_type)
                 self._done[key] = self._store(part.type, name, key[1], suffix, data=part.data)
             return self._done[key]
+        # A file found at its own path is the same for every task: keyed without ``search``.
+        found = self._seen.get((part.type, str(part.path), ()))
+        if found is None:
+            seen = (part.type, str(part.path), search)
+            found = self._seen.get(seen)
+            if found is None:
+                found = self._source_ref(part, search)
+                at_home = part.path is not None and part.path.is_file()
+                self._seen[(part.type, str(part.path), () if at_home else search)] = found
+        return found
+
+    def _source_ref(
+        self, part: Image | Audio | Video | Document, search: tuple[Path, ...]
+    ) -> MediaRef:
+        name = part.name
         source = _locate(part.path, search)
         if source is None:
             return MediaRef(part.type, name, None, note="not saved with the run")
         stat = source.stat()
-        key = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
+        key: tuple[str, ...] = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
         if key not in self._done:
             digest = hashlib.sha256("\0".join(key).encode()).hexdigest()
             if part.type in ("audio", "video") and stat.st_size > MAX_COPY_BYTES:
@@ -91,29 +128,46 @@ class MediaCopier:
         self.folder.mkdir(parents=True, exist_ok=True)
         stem = digest[:24]
         if kind == "image":
-            try:
+            try:  # reads the header only: an unreadable file becomes a placeholder at once
                 picture = PILImage.open(path if path is not None else io.BytesIO(data or b""))
-                picture.load()
             except (OSError, UnidentifiedImageError):
                 return MediaRef(kind, name, None, note="unreadable image")
-            large = self._scaled(picture, LARGE_PX, f"{stem}.jpg")
-            thumb = self._scaled(picture, THUMB_PX, f"{stem}.t.jpg")
-            return MediaRef(kind, name, large, thumb=thumb)
+            large, thumb = f"{stem}.jpg", f"{stem}.t.jpg"
+            keep = path is not None and picture.format == "JPEG" and max(picture.size) <= LARGE_PX
+            picture.close()
+            self._jobs.append(self._pool.submit(self._images, path, data, large, thumb, keep))
+            return MediaRef(kind, name, f"media/{large}", thumb=f"media/{thumb}")
         target = self.folder / f"{stem}{suffix.lower()}"
-        if not target.exists():
-            if path is not None:
-                shutil.copyfile(path, target)
-            else:
-                target.write_bytes(data or b"")
+        if path is not None:
+            self._jobs.append(self._pool.submit(_copy, path, target))
+        elif not target.exists():
+            target.write_bytes(data or b"")
         return MediaRef(kind, name, f"media/{target.name}")
 
-    def _scaled(self, picture: PILImage.Image, side: int, file: str) -> str:
-        target = self.folder / file
-        if not target.exists():
-            copy = picture.convert("RGB")
-            copy.thumbnail((side, side))
-            copy.save(target, format="JPEG", quality=82)
-        return f"media/{file}"
+    def _images(
+        self, path: Path | None, data: bytes | None, large: str, thumb: str, keep: bool
+    ) -> None:
+        """The enlarged view (the file itself when it is a JPEG small enough) and the
+        thumbnail."""
+        if (self.folder / thumb).exists():
+            return
+        with PILImage.open(path if path is not None else io.BytesIO(data or b"")) as picture:
+            if keep and path is not None:
+                shutil.copyfile(path, self.folder / large)
+            else:
+                _scaled(picture, LARGE_PX, self.folder / large)
+            _scaled(picture, THUMB_PX, self.folder / thumb)
+
+
+def _scaled(picture: PILImage.Image, side: int, target: Path) -> None:
+    copy = picture.convert("RGB") if picture.mode != "RGB" else picture.copy()
+    copy.thumbnail((side, side), PILImage.Resampling.BILINEAR)
+    copy.save(target, format="JPEG", quality=82)
+
+
+def _copy(source: Path, target: Path) -> None:
+    if not target.exists():
+        shutil.copyfile(source, target)
 
 
 def _suffix(mime: str | None) -> str:

@@ -293,7 +293,7 @@ def _edit(event: ContextEdit, messages: list[Message], render: Renderer) -> str:
     replacement = "".join(render.message(m) for m in event.replacement)
     return (
         f'<div class="edit"><span class="tag">context edit</span> messages '
-        f"{event.start}–{event.end} replaced by {len(event.replacement)}"
+        f"[{event.start}:{event.end}] replaced by {len(event.replacement)}"
         f"{': ' + esc(event.reason) if event.reason else ''}"
         f"{shown}<details><summary>replacement</summary>{replacement}</details></div>"
     )
