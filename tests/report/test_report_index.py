@@ -106,3 +106,26 @@ def test_model_output_and_tool_results_render_as_text(report_a: Path) -> None:
         assert all(a.get("src", "").endswith("assets/report.js") for a in scripts)
     task0 = (report_a / "tasks" / "task-0000.html").read_text(encoding="utf-8")
     assert task0.count(escaped) >= 3  # question, model reply, tool result
+
+
+def test_error_analysis_and_missing_trajectories(run_a: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from omnilab.bench.analysis import ERROR_CATEGORIES, ErrorAnalysis
+    from omnilab.report import build_report
+
+    run = tmp_path / "run"
+    shutil.copytree(run_a, run)
+    frequencies = {c: n for n, c in enumerate(ERROR_CATEGORIES)}
+    analysis = ErrorAnalysis(
+        labels=[], analysed=3, failures=0, frequencies=frequencies, by_level={}
+    )
+    RunDir(run).analysis_file.write_text(analysis.model_dump_json())
+    RunDir(run).trajectory_file("task-0005").unlink()  # a task whose trajectory was lost
+    out = tmp_path / "report"
+    build_report([run], out)
+    html = (out / "index.html").read_text(encoding="utf-8")
+    chart = re.search(r'data-chart="analysis"(.*?)</svg>', html, re.S)
+    assert chart is not None and chart.group(1).count('class="bar"') == len(ERROR_CATEGORIES)
+    assert "<td>task-0005</td>" in html and 'href="tasks/task-0004.html"' in html
+    assert not (out / "tasks" / "task-0005.html").exists()
