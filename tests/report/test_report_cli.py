@@ -118,6 +118,9 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
         "report": ["report", str(tmp_path / "nope")],
         "no results": ["report", str(empty), "--out", str(tmp_path / "r")],
         "view": ["view", str(tmp_path / "x.jsonl")],
+        "nothing": ["report"],
+        "both": ["report", str(empty), "--serve", str(empty)],
+        "serve a file": ["report", "--serve", str(tmp_path / "nope")],
     }
     for name, args in cases.items():
         result = runner.invoke(app, args)

@@ -129,3 +129,16 @@ def test_error_analysis_and_missing_trajectories(run_a: Path, tmp_path: Path) ->
     assert chart is not None and chart.group(1).count('class="bar"') == len(ERROR_CATEGORIES)
     assert "<td>task-0005</td>" in html and 'href="tasks/task-0004.html"' in html
     assert not (out / "tasks" / "task-0005.html").exists()
+
+
+def test_step_notes_are_charted(report_a: Path) -> None:
+    """Scaffolds' notes (here a confidence per turn): notes per task, and the noted numbers."""
+    html = (report_a / "index.html").read_text(encoding="utf-8")
+    notes = re.search(r'data-chart="notes"(.*?)</svg>', html, re.S)
+    assert notes is not None and notes.group(1).count('class="bar"') == 1  # the "turn" label
+    # Tasks have 1-3 tool turns (2 + i % 3 turns, the last answers): mean 2 notes per task.
+    assert ">2.00<" in notes.group(1)
+    confidence = re.search(r'data-chart="note:turn.confidence"(.*?)</svg>', html, re.S)
+    assert confidence is not None
+    counts = [int(n) for n in re.findall(r'class="value"[^>]*>(\d+)<', confidence.group(1))]
+    assert sum(counts) == 48  # one value per note: 8 + 16 + 24 over 24 tasks

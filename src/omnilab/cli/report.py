@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from omnilab.bench.errors import BenchError
 from omnilab.report import build_report, write_trajectory_page
 
 __all__ = ["report", "view"]
@@ -14,12 +15,21 @@ __all__ = ["report", "view"]
 
 def report(
     runs: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(help="Run folders (omnilab eval --out). Two or more are compared."),
-    ],
+    ] = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder to write the report into.")
     ] = Path("report"),
+    serve: Annotated[
+        Path | None,
+        typer.Option(
+            "--serve",
+            help="Serve the reports of every run in this folder on 127.0.0.1 instead; a run "
+            "still in progress is rebuilt when its page is reloaded.",
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Port for --serve.")] = 8765,
 ) -> None:
     """Write an HTML report of runs: summary with 95% CIs, charts, a task table that sorts and
     filters, and one page per task with its trajectory (frames, audio, judge verdicts).
@@ -28,6 +38,21 @@ def report(
     McNemar's test, per-group deltas and links to both trajectories of each task. The report
     needs no network: open OUT/index.html in a browser.
     """
+    if serve is not None:
+        if runs:
+            raise BenchError("give run folders or --serve RUNS_DIR, not both")
+        from omnilab.report.serve import serve_runs
+
+        def ready(url: str, server: object) -> None:
+            typer.echo(f"serving the runs in {serve} at {url} (Ctrl-C stops)")
+
+        try:
+            serve_runs(serve, port=port, ready=ready)
+        except OSError as e:
+            raise BenchError(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e}") from None
+        return
+    if not runs:
+        raise BenchError("give at least one run folder (or --serve RUNS_DIR)")
     index = build_report(runs, out)
     typer.echo(str(index))
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import sample_stem
-from omnilab.trajectory import Trajectory
+from omnilab.trajectory import StepNote, Trajectory
 
 __all__ = ["TaskRow", "state_of"]
 
@@ -33,6 +33,10 @@ class TaskRow:
     """Seconds of each model call."""
     page: str | None = None
     """The task's page, relative to the run's report folder."""
+    notes: dict[str, int] = field(default_factory=dict)
+    """Step notes by label (a scaffold's turns, rounds, decisions)."""
+    values: dict[str, list[float]] = field(default_factory=dict)
+    """Numbers the notes carried, by ``label.key`` (a turn's confidence, a budget used)."""
 
     @classmethod
     def of(cls, result: TaskResult, trajectory: Trajectory | None) -> TaskRow:
@@ -45,6 +49,12 @@ class TaskRow:
             calls = trajectory.model_calls
             row.model_calls = len(calls)
             row.latencies = [c.latency_s for c in calls]
+            for event in trajectory.events:
+                if isinstance(event, StepNote):
+                    row.notes[event.label] = row.notes.get(event.label, 0) + 1
+                    for key, value in event.data.items():
+                        if isinstance(value, int | float) and not isinstance(value, bool):
+                            row.values.setdefault(f"{event.label}.{key}", []).append(value)
         return row
 
     @property

@@ -150,9 +150,37 @@ def _charts(summary: RunSummary, rows: Sequence[TaskRow], analysis: ErrorAnalysi
     for name, title, values, unit in dists:
         if values:
             out.append(_chart(title, histogram(values, name=name, unit=unit)))
+    out.extend(_note_charts(rows))
     return (
         f'<section class="charts"><h2>Charts</h2><div class="grid">{"".join(out)}</div></section>'
     )
+
+
+_NOTE_VALUES = 6  # numeric note fields charted at most (the most frequent)
+
+
+def _note_charts(rows: Sequence[TaskRow]) -> list[str]:
+    """What scaffolds noted (``AgentRun.note``): notes per task by label (OTA's turns, a master
+    agent's rounds), and the distribution of each number they carried (a turn's confidence,
+    the budget a deep-search step used)."""
+    labels: Counter[str] = Counter()
+    for row in rows:
+        labels.update(row.notes)
+    if not labels:
+        return []
+    bars = [
+        Bar(k, n / len(rows), f"{n / len(rows):.2f}", title=f"{n} {k} notes over {len(rows)} tasks")
+        for k, n in labels.most_common()
+    ]
+    out = [_chart("Step notes per task, by label", bar_chart(bars, name="notes"))]
+    fields: dict[str, list[float]] = {}
+    for row in rows:
+        for key, values in row.values.items():
+            fields.setdefault(key, []).extend(values)
+    common = sorted(fields, key=lambda k: -len(fields[k]))[:_NOTE_VALUES]
+    for key in common:
+        out.append(_chart(f"Noted {key}", histogram(fields[key], name=f"note:{key}")))
+    return out
 
 
 def _options(name: str, plural: str, values: Sequence[str]) -> str:
