@@ -36,7 +36,8 @@ def report(
 
     With two or more runs the index compares each run with the first: paired results,
     McNemar's test, per-group deltas and links to both trajectories of each task. The report
-    needs no network: open OUT/index.html in a browser.
+    needs no network: open OUT/index.html in a browser. ``--serve RUNS_DIR`` serves the
+    reports of every run in a folder on 127.0.0.1 instead, rebuilt as runs progress.
     """
     if serve is not None:
         if runs:
