@@ -80,9 +80,12 @@ def test_media_not_found_is_a_placeholder_and_saved_copies_are_found(tmp_path: P
     found = copier.ref(Image(path=tmp_path / "cache" / "frame.png"), search=(saved.parent,))
     assert found.src is not None and found.thumb is not None
     missing = copier.ref(Image(path=tmp_path / "nowhere.png"))
+    (tmp_path / "bad.png").write_text("not a picture")
+    bad = copier.ref(Image(path=tmp_path / "bad.png"))
     inline = copier.ref(Image(data=(saved / "frame.png").read_bytes(), mime_type="image/png"))
     copier.close()  # copies are written in threads
     with PILImage.open(tmp_path / "out" / found.src) as large:
         assert max(large.size) == 1280
     assert missing.src is None and missing.note == "not saved with the run"
+    assert bad.src is None and bad.note == "unreadable image"
     assert inline.thumb is not None and (tmp_path / "out" / inline.thumb).is_file()

@@ -128,14 +128,10 @@ class MediaCopier:
         self.folder.mkdir(parents=True, exist_ok=True)
         stem = digest[:24]
         if kind == "image":
-            try:  # reads the header only: an unreadable file becomes a placeholder at once
-                picture = PILImage.open(path if path is not None else io.BytesIO(data or b""))
-            except (OSError, UnidentifiedImageError):
+            if not _readable_image(path, data):
                 return MediaRef(kind, name, None, note="unreadable image")
             large, thumb = f"{stem}.jpg", f"{stem}.t.jpg"
-            keep = path is not None and picture.format == "JPEG" and max(picture.size) <= LARGE_PX
-            picture.close()
-            self._jobs.append(self._pool.submit(self._images, path, data, large, thumb, keep))
+            self._jobs.append(self._pool.submit(self._images, path, data, large, thumb))
             return MediaRef(kind, name, f"media/{large}", thumb=f"media/{thumb}")
         target = self.folder / f"{stem}{suffix.lower()}"
         if path is not None:
@@ -144,19 +140,39 @@ class MediaCopier:
             target.write_bytes(data or b"")
         return MediaRef(kind, name, f"media/{target.name}")
 
-    def _images(
-        self, path: Path | None, data: bytes | None, large: str, thumb: str, keep: bool
-    ) -> None:
+    def _images(self, path: Path | None, data: bytes | None, large: str, thumb: str) -> None:
         """The enlarged view (the file itself when it is a JPEG small enough) and the
         thumbnail."""
         if (self.folder / thumb).exists():
             return
         with PILImage.open(path if path is not None else io.BytesIO(data or b"")) as picture:
+            keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
             if keep and path is not None:
                 shutil.copyfile(path, self.folder / large)
             else:
                 _scaled(picture, LARGE_PX, self.folder / large)
             _scaled(picture, THUMB_PX, self.folder / thumb)
+
+
+_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
+
+
+def _readable_image(path: Path | None, data: bytes | None) -> bool:
+    """Whether Pillow can read the image: a known signature is enough (one small read; the
+    worker threads decode it), else Pillow reads the header."""
+    try:
+        if data is not None:
+            head = data[:16]
+        else:
+            assert path is not None
+            with path.open("rb") as f:
+                head = f.read(16)
+        if head.startswith(_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+            return True
+        with PILImage.open(path if path is not None else io.BytesIO(data or b"")):
+            return True
+    except (OSError, UnidentifiedImageError):
+        return False
 
 
 def _scaled(picture: PILImage.Image, side: int, target: Path) -> None:
