@@ -158,4 +158,14 @@ def test_comparison_filters_pairs(tab: Page, report_ab: Path, tmp_path: Path) ->
     shown = visible_rows(page, "table.tasks")
     assert 0 < shown < total
     page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+    page.select_option("select[data-filter=pair]", "")
+    assert visible_rows(page, "table.tasks") == total
+    page.click("table.tasks a:has-text('task-0003')")  # both trajectories side by side
+    page.wait_for_load_state("load")
+    inner = [f for f in page.frames if f != page.main_frame]
+    assert len(inner) == 2
+    for frame in inner:
+        frame.wait_for_selector("section.context")
+        assert frame.locator(".msg.tool .frames img").count() > 0
+    page.screenshot(path=str(tmp_path / "side-by-side.png"))
     assert tab.errors == []

@@ -100,6 +100,15 @@ def test_comparison_pairs_tasks_and_links_both_trajectories(
     assert len(links) == 2 and links[0] != links[1]
     assert all((report_ab / link).is_file() for link in links)
     assert (report_ab / "runs" / "1-run-a" / "index.html").is_file()
+    # The task id opens both trajectories side by side.
+    both = re.search(r'<td><a href="(pairs/2/task-0003\.html)">task-0003</a>', html)
+    assert both is not None
+    side = (report_ab / both.group(1)).read_text(encoding="utf-8")
+    frames = re.findall(r'<iframe src="([^"]+)"', side)
+    assert len(frames) == 2
+    assert {(report_ab / "pairs" / "2" / f).resolve() for f in frames} == {
+        (report_ab / link).resolve() for link in links
+    }
 
 
 def test_view_renders_one_trajectory_and_prints_its_path(run_a: Path, tmp_path: Path) -> None:

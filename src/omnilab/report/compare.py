@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnilab.bench.metrics import accuracy_by, compare_runs
-from omnilab.report.html import esc
+from omnilab.report.html import esc, page
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import ACCURACY_GROUPS
 
@@ -47,7 +47,28 @@ def _link(report: RunReport, row: TaskRow | None, out: Path, text: str) -> str:
     return f'<a href="{esc(href.as_posix())}">{esc(text)}</a>'
 
 
-def _pair(a: RunReport, b: RunReport, out: Path) -> str:
+def _side_by_side(a: RunReport, b: RunReport, row: TaskRow, other: TaskRow, folder: Path) -> str:
+    """A page showing the task's two trajectories side by side; its path from the index."""
+    assert row.page is not None and other.page is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{row.stem}.html"
+    frames = ""
+    for name, report, task in (("A = " + a.label, a, row), ("B = " + b.label, b, other)):
+        src = Path(os.path.relpath(report.folder / str(task.page), folder)).as_posix()
+        frames += (
+            f'<div><h2>{esc(name)}: <span class="state {task.state}">{task.state}</span></h2>'
+            f'<iframe src="{esc(src)}"></iframe></div>'
+        )
+    root = Path(os.path.relpath(folder.parent.parent, folder)).as_posix() + "/"
+    body = (
+        f'<nav><a href="{root}index.html">← comparison</a></nav><h1>{esc(row.label)}</h1>'
+        f'<div class="side-by-side">{frames}</div>'
+    )
+    target.write_text(page(f"{row.label}: A vs B", body, root=root), encoding="utf-8")
+    return Path(os.path.relpath(target, folder.parent.parent)).as_posix()
+
+
+def _pair(a: RunReport, b: RunReport, out: Path, number: int) -> str:
     test = compare_runs([r.result for r in a.rows], [r.result for r in b.rows])
     counts = (
         f'<table class="facts pairs"><tr><th></th><th>B right</th><th>B wrong</th></tr>'
@@ -81,9 +102,13 @@ def _pair(a: RunReport, b: RunReport, out: Path) -> str:
     for row in a.rows:
         other = b_rows.get(row.result.key)
         kind = pair_class(row.result.judged, other.result.judged if other else None)
+        label = esc(row.label)
+        if other is not None and row.page is not None and other.page is not None:
+            both = _side_by_side(a, b, row, other, out / "pairs" / str(number))
+            label = f'<a href="{esc(both)}">{label}</a>'
         rows.append(
             f'<tr data-pair="{kind}" data-search="{esc(row.label.casefold())}">'
-            f"<td>{esc(row.label)}</td><td>{kind}</td>"
+            f"<td>{label}</td><td>{kind}</td>"
             f"<td>{_link(a, row, out, row.state)}</td>"
             f"<td>{_link(b, other, out, other.state if other else '')}</td></tr>"
         )
@@ -117,5 +142,7 @@ def comparison_body(reports: Sequence[RunReport], out: Path) -> str:
         '<section><h2>Runs</h2><table class="facts"><tr><th>run</th><th>tasks</th>'
         f"<th>Pass@1</th><th>EM</th><th>failed</th></tr>{items}</table></section>"
     )
-    pairs = "".join(_pair(reports[0], other, out) for other in reports[1:])
+    pairs = "".join(
+        _pair(reports[0], other, out, n) for n, other in enumerate(reports[1:], start=2)
+    )
     return f"<header><h1>Run comparison</h1></header>{runs}{pairs}"
