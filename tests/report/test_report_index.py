@@ -142,3 +142,6 @@ def test_step_notes_are_charted(report_a: Path) -> None:
     assert confidence is not None
     counts = [int(n) for n in re.findall(r'class="value"[^>]*>(\d+)<', confidence.group(1))]
     assert sum(counts) == 48  # one value per note: 8 + 16 + 24 over 24 tasks
+    # Nested numbers too (a budget left per tool, as the deep-search agent notes it).
+    left = re.search(r'data-chart="note:turn.left.read_video"(.*?)</svg>', html, re.S)
+    assert left is not None and ">3<" in left.group(1)

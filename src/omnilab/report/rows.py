@@ -4,6 +4,7 @@ from the result and (when saved) its trajectory."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import sample_stem
@@ -19,6 +20,24 @@ def state_of(result: TaskResult) -> str:
     if result.judged is None:
         return "undecided"
     return "correct" if result.judged else "wrong"
+
+
+def _numbers(data: dict[str, Any], prefix: str) -> list[tuple[str, float]]:
+    """The numbers of a note's data by dotted key, one level of nesting deep (a deep-search
+    note's ``left: {web_search: 3}`` gives ``search.left.web_search``)."""
+    found: list[tuple[str, float]] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            found.append((f"{prefix}.{key}", float(value)))
+        elif isinstance(value, dict):
+            found += [
+                (f"{prefix}.{key}.{k}", float(v))
+                for k, v in value.items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+    return found
 
 
 @dataclass
@@ -52,9 +71,8 @@ class TaskRow:
             for event in trajectory.events:
                 if isinstance(event, StepNote):
                     row.notes[event.label] = row.notes.get(event.label, 0) + 1
-                    for key, value in event.data.items():
-                        if isinstance(value, int | float) and not isinstance(value, bool):
-                            row.values.setdefault(f"{event.label}.{key}", []).append(value)
+                    for key, value in _numbers(event.data, event.label):
+                        row.values.setdefault(key, []).append(value)
         return row
 
     @property

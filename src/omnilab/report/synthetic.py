@@ -169,7 +169,7 @@ def _task(
                 StepNote(
                     label="turn",
                     text=f"turn {turn}: confidence {0.5 + turn / 10:.1f}",
-                    data={"confidence": 0.5 + turn / 10},
+                    data={"confidence": 0.5 + turn / 10, "left": {"read_video": 3 - turn}},
                     context_id=ctx,
                 )
             )
