@@ -141,3 +141,10 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("error:") and "results.jsonl" in proc.stderr
+
+
+def test_view_reads_schema_1_trajectories(tmp_path: Path) -> None:
+    old = Path(__file__).resolve().parents[1] / "data" / "trajectory_v1.jsonl"
+    html = Path(cli("view", old, "--out", tmp_path).strip()).read_text(encoding="utf-8")
+    assert "<h2>Run events</h2>" in html  # no context ids in schema 1: one section
+    assert html.count('class="msg assistant') == 3 and 'class="msg tool' in html
