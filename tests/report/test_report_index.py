@@ -145,3 +145,4 @@ def test_step_notes_are_charted(report_a: Path) -> None:
     # Nested numbers too (a budget left per tool, as the deep-search agent notes it).
     left = re.search(r'data-chart="note:turn.left.read_video"(.*?)</svg>', html, re.S)
     assert left is not None and ">3<" in left.group(1)
+    assert 'data-chart="note:turn.total"' not in html  # the same number in every note

@@ -177,7 +177,9 @@ def _note_charts(rows: Sequence[TaskRow]) -> list[str]:
     for row in rows:
         for key, values in row.values.items():
             fields.setdefault(key, []).extend(values)
-    common = sorted(fields, key=lambda k: -len(fields[k]))[:_NOTE_VALUES]
+    # A field with one value throughout (OTA's "step" within "turn 3") has no distribution.
+    varied = [k for k in fields if len(set(fields[k])) > 1]
+    common = sorted(varied, key=lambda k: -len(fields[k]))[:_NOTE_VALUES]
     for key in common:
         out.append(_chart(f"Noted {key}", histogram(fields[key], name=f"note:{key}")))
     return out

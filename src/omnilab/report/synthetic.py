@@ -169,7 +169,11 @@ def _task(
                 StepNote(
                     label="turn",
                     text=f"turn {turn}: confidence {0.5 + turn / 10:.1f}",
-                    data={"confidence": 0.5 + turn / 10, "left": {"read_video": 3 - turn}},
+                    data={
+                        "confidence": 0.5 + turn / 10,
+                        "left": {"read_video": 3 - turn},
+                        "total": 9,
+                    },
                     context_id=ctx,
                 )
             )
