@@ -41,9 +41,11 @@ def page(title: str, body: str, *, root: str = "") -> str:
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        # No network: nothing but this folder's files may load, and no inline script runs.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'self\'; '
-        "img-src 'self' data:; media-src 'self'; style-src 'self'; script-src 'self'\">"
+        # No network: only local files (file: for browsers that give each file its own
+        # origin) or the serving host may load, and no inline script runs.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'self\' file:; '
+        "img-src 'self' file: data:; media-src 'self' file:; style-src 'self' file:; "
+        "script-src 'self' file:\">"
         f"<title>{esc(title)}</title>"
         f'<link rel="stylesheet" href="{root}assets/report.css">'
         f'<script defer src="{root}assets/report.js"></script>'
