@@ -1,0 +1,72 @@
+"""``omnilab report RUN [RUN...]`` and ``omnilab view FILE``: static HTML pages to open from disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from omnilab.bench.errors import BenchError
+from omnilab.report import build_report, write_trajectory_page
+
+__all__ = ["report", "view"]
+
+
+def report(
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Run folders (omnilab eval --out). Two or more are compared."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder to write the report into.")
+    ] = Path("report"),
+    serve: Annotated[
+        Path | None,
+        typer.Option(
+            "--serve",
+            help="Serve the reports of every run in this folder on 127.0.0.1 instead; a run "
+            "still in progress is rebuilt when its page is reloaded.",
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Port for --serve.")] = 8765,
+) -> None:
+    """Write an HTML report of runs: summary with 95% CIs, charts, a task table that sorts and
+    filters, and one page per task with its trajectory (frames, audio, judge verdicts).
+
+    With two or more runs the index compares each run with the first: paired results,
+    McNemar's test, per-group deltas and links to both trajectories of each task. The report
+    needs no network: open OUT/index.html in a browser. ``--serve RUNS_DIR`` serves the
+    reports of every run in a folder on 127.0.0.1 instead, rebuilt as runs progress.
+    """
+    if serve is not None:
+        if runs:
+            raise BenchError("give run folders or --serve RUNS_DIR, not both")
+        from omnilab.report.serve import serve_runs
+
+        def ready(url: str, server: object) -> None:
+            typer.echo(f"serving the runs in {serve} at {url} (Ctrl-C stops)")
+
+        try:
+            serve_runs(serve, port=port, ready=ready)
+        except OSError as e:
+            raise BenchError(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e}") from None
+        return
+    if not runs:
+        raise BenchError("give at least one run folder (or --serve RUNS_DIR)")
+    index = build_report(runs, out)
+    typer.echo(str(index))
+
+
+def view(
+    file: Annotated[
+        Path, typer.Argument(help="A trajectory file (.jsonl), e.g. from omnilab ask.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Folder for the page (default: beside the file)."),
+    ] = None,
+) -> None:
+    """Render one trajectory as an HTML page (frames, audio, tool calls) and print its path."""
+    target = out if out is not None else file.with_name(f"{file.stem}.view")
+    typer.echo(str(write_trajectory_page(file, target)))

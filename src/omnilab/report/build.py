@@ -1,0 +1,157 @@
+"""Writing reports: one run's folder (index, task pages, media, data files), several runs with
+their comparison, and a single trajectory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from omnilab.bench.analysis import ErrorAnalysis
+from omnilab.bench.errors import BenchError
+from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.results import TaskResult
+from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
+from omnilab.report.html import esc, page, write_assets
+from omnilab.report.media import MediaCopier
+from omnilab.report.parts import Renderer
+from omnilab.report.rows import TaskRow
+from omnilab.report.run_page import run_body
+from omnilab.report.trajectory_view import trajectory_body
+from omnilab.trajectory import Trajectory, TrajectoryError, read_trajectory
+
+__all__ = ["RunReport", "build_report", "write_run_report", "write_trajectory_page"]
+
+
+@dataclass
+class RunReport:
+    """What was written for one run."""
+
+    label: str
+    folder: Path
+    """The run's report folder (its ``index.html``)."""
+    summary: RunSummary
+    rows: list[TaskRow]
+
+
+def _config(run: RunDir) -> RunConfig | None:
+    if not run.is_run():
+        return None
+    return run.read_config()
+
+
+def _analysis(run: RunDir) -> ErrorAnalysis | None:
+    try:
+        return ErrorAnalysis.model_validate_json(run.analysis_file.read_text(encoding="utf-8"))
+    except (OSError, ValidationError):
+        return None
+
+
+def _trajectory(path: Path) -> Trajectory | None:
+    try:
+        return read_trajectory(path)
+    except TrajectoryError:
+        return None
+
+
+def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunReport:
+    """The report of the run folder ``path`` in ``out``: ``index.html``, ``tasks/<id>.html``
+    per task, ``media/``, ``assets/`` and ``data/{summary,tasks}.json``."""
+    run = RunDir(path)
+    if not run.results_file.is_file():
+        raise BenchError(f"{path} holds no results.jsonl; give a run folder (omnilab eval --out)")
+    config = _config(run)
+    results = run.results()
+    title = label or path.name
+    out.mkdir(parents=True, exist_ok=True)
+    write_assets(out)
+    (out / "tasks").mkdir(exist_ok=True)
+    rows: list[TaskRow] = []
+    with MediaCopier(out) as copier:
+        for result in results:
+            rows.append(_task_page(run, result, copier, out, title))
+    summary = summarize(results)
+    body = run_body(title, summary, rows, config=config, analysis=_analysis(run))
+    (out / "index.html").write_text(page(title, body), encoding="utf-8")
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    (data / "summary.json").write_text(summary.model_dump_json(indent=1), encoding="utf-8")
+    table = [
+        {
+            "task_id": r.result.task_id,
+            "sample": r.result.sample,
+            "state": r.state,
+            "level": r.result.metadata.level,
+            "category": r.result.metadata.category,
+            "answer": r.answer,
+            "turns": r.turns,
+            "tool_calls": r.result.tool_call_count,
+            "tokens": r.tokens,
+            "wall_s": r.result.wall_s,
+            "page": r.page,
+        }
+        for r in rows
+    ]
+    (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    return RunReport(label=title, folder=out, summary=summary, rows=rows)
+
+
+def _task_page(
+    run: RunDir, result: TaskResult, copier: MediaCopier, out: Path, title: str
+) -> TaskRow:
+    """Write the page of one task (when its trajectory is readable); its table row."""
+    file = run.trajectory_file(result.task_id, result.sample)
+    trajectory = _trajectory(file) if file.is_file() else None
+    row = TaskRow.of(result, trajectory)
+    if trajectory is not None:
+        search = (file.with_suffix(".media"), run.workspace(result.task_id, result.sample))
+        render = Renderer(copier, root="../", search=search)
+        body = (
+            f'<nav><a href="../index.html">← {esc(title)}</a></nav>'
+            f"<h1>{esc(row.label)}</h1>{trajectory_body(trajectory, render, result=result)}"
+        )
+        row.page = f"tasks/{row.stem}.html"
+        (out / row.page).write_text(page(f"{row.label} · {title}", body, root="../"), "utf-8")
+    return row
+
+
+def build_report(runs: Sequence[Path], out: Path) -> Path:
+    """A report of ``runs`` in ``out``; returns its ``index.html``. One run: that run's report.
+    Several: each run's report in ``out/runs/<n>-<name>/`` and an index comparing each run
+    with the first (paired results, McNemar's test, per-group deltas)."""
+    if not runs:
+        raise BenchError("give at least one run folder")
+    for path in runs:
+        if not Path(path).is_dir():
+            raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
+    if len(runs) == 1:
+        write_run_report(Path(runs[0]), out)
+        return out / "index.html"
+    from omnilab.report.compare import comparison_body
+
+    reports = []
+    for n, path in enumerate(runs, start=1):
+        folder = out / "runs" / f"{n}-{file_stem(Path(path).name)}"
+        reports.append(write_run_report(Path(path), folder, label=Path(path).name))
+    write_assets(out)
+    body = comparison_body(reports, out)
+    (out / "index.html").write_text(page("Run comparison", body), encoding="utf-8")
+    return out / "index.html"
+
+
+def write_trajectory_page(path: Path, out: Path) -> Path:
+    """One trajectory file as ``out/<name>.html`` (media copied to ``out/media``); returns it."""
+    trajectory = read_trajectory(path)
+    out.mkdir(parents=True, exist_ok=True)
+    write_assets(out)
+    start = trajectory.run_start
+    title = (start.task_id if start is not None else None) or path.stem
+    with MediaCopier(out) as copier:
+        render = Renderer(copier, search=(path.with_suffix(".media"),))
+        body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
+    target = out / f"{path.stem}.html"
+    target.write_text(page(title, body), encoding="utf-8")
+    return target

@@ -1,0 +1,205 @@
+"""Media into the report folder: small copies made when the report is built.
+
+A page never points at the dataset, the media cache or the run's workspace: every image, audio
+segment and clip a page shows is copied (images downscaled to a thumbnail and a larger view)
+under ``<report>/media/`` once, named by a hash of its source, so a report opens from any disk.
+A media part is found at its own path, else among the run's saved copies (the trajectory's
+``.media`` folder, the task's workspace) by file name; inline bytes are written out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import mimetypes
+import os
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
+
+from omnilab.content import Audio, Document, Image, Video
+
+__all__ = ["MediaCopier", "MediaRef"]
+
+THUMB_PX = 320
+"""Longest side of an image thumbnail."""
+LARGE_PX = 1280
+"""Longest side of the enlarged view."""
+MAX_COPY_BYTES = 25 * 1024 * 1024
+"""Audio and video larger than this are not copied (the page names them instead)."""
+
+
+@dataclass(frozen=True)
+class MediaRef:
+    """Where a media part lies in the report, relative to the report folder."""
+
+    kind: str
+    name: str
+    src: str | None
+    """The copy (the large view for images); ``None`` when it could not be copied."""
+    thumb: str | None = None
+    note: str = ""
+    """Why there is no copy, for the page."""
+
+
+class MediaCopier:
+    """Copies media into ``out/media`` once per source (by path, size and modification time)."""
+
+    def __init__(self, out: Path, *, workers: int | None = None) -> None:
+        self.out = out
+        self.folder = out / "media"
+        self._done: dict[tuple[str, ...], MediaRef] = {}
+        # The same input file recurs in every task (and each frame in every later call):
+        # answered from memory, without a stat per mention.
+        self._seen: dict[tuple[str, str, tuple[Path, ...]], MediaRef] = {}
+        # Decoding, scaling and copying run in threads (Pillow and file copies release the
+        # GIL) while pages are written; names are known at once, so pages need not wait.
+        self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
+        self._jobs: list[Future[None]] = []
+
+    def __enter__(self) -> MediaCopier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait until every copy is written (the first failure is raised)."""
+        self._pool.shutdown(wait=True)
+        for job in self._jobs:
+            job.result()
+        self._jobs = []
+
+    def ref(
+        self, part: Image | Audio | Video | Document, *, search: tuple[Path, ...] = ()
+    ) -> MediaRef:
+        """The report's copy of ``part``; ``search`` lists the run's folders to look in when
+        ``part.path`` no longer exists (by file name)."""
+        name = part.name
+        if part.data is not None:
+            key: tuple[str, ...] = ("data", hashlib.sha256(part.data).hexdigest())
+            if key not in self._done:
+                suffix = part.path.suffix if part.path is not None else _suffix(part.mime_type)
+                self._done[key] = self._store(part.type, name, key[1], suffix, data=part.data)
+            return self._done[key]
+        # A file found at its own path is the same for every task: keyed without ``search``.
+        found = self._seen.get((part.type, str(part.path), ()))
+        if found is None:
+            seen = (part.type, str(part.path), search)
+            found = self._seen.get(seen)
+            if found is None:
+                found = self._source_ref(part, search)
+                at_home = part.path is not None and part.path.is_file()
+                self._seen[(part.type, str(part.path), () if at_home else search)] = found
+        return found
+
+    def _source_ref(
+        self, part: Image | Audio | Video | Document, search: tuple[Path, ...]
+    ) -> MediaRef:
+        name = part.name
+        source = _locate(part.path, search)
+        if source is None:
+            return MediaRef(part.type, name, None, note="not saved with the run")
+        stat = source.stat()
+        key: tuple[str, ...] = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
+        if key not in self._done:
+            digest = hashlib.sha256("\0".join(key).encode()).hexdigest()
+            if part.type in ("audio", "video") and stat.st_size > MAX_COPY_BYTES:
+                size = stat.st_size / 1e6
+                self._done[key] = MediaRef(part.type, name, None, note=f"{size:.0f} MB, not copied")
+            else:
+                self._done[key] = self._store(part.type, name, digest, source.suffix, path=source)
+        return self._done[key]
+
+    def _store(
+        self,
+        kind: str,
+        name: str,
+        digest: str,
+        suffix: str,
+        *,
+        path: Path | None = None,
+        data: bytes | None = None,
+    ) -> MediaRef:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stem = digest[:24]
+        if kind == "image":
+            if not _readable_image(path, data):
+                return MediaRef(kind, name, None, note="unreadable image")
+            large, thumb = f"{stem}.jpg", f"{stem}.t.jpg"
+            self._jobs.append(self._pool.submit(self._images, path, data, large, thumb))
+            return MediaRef(kind, name, f"media/{large}", thumb=f"media/{thumb}")
+        target = self.folder / f"{stem}{suffix.lower()}"
+        if path is not None:
+            self._jobs.append(self._pool.submit(_copy, path, target))
+        elif not target.exists():
+            target.write_bytes(data or b"")
+        return MediaRef(kind, name, f"media/{target.name}")
+
+    def _images(self, path: Path | None, data: bytes | None, large: str, thumb: str) -> None:
+        """The enlarged view (the file itself when it is a JPEG small enough) and the
+        thumbnail."""
+        if (self.folder / thumb).exists():
+            return
+        with PILImage.open(path if path is not None else io.BytesIO(data or b"")) as picture:
+            keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
+            if keep and path is not None:
+                shutil.copyfile(path, self.folder / large)
+            else:
+                _scaled(picture, LARGE_PX, self.folder / large)
+            _scaled(picture, THUMB_PX, self.folder / thumb)
+
+
+_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
+
+
+def _readable_image(path: Path | None, data: bytes | None) -> bool:
+    """Whether Pillow can read the image: a known signature is enough (one small read; the
+    worker threads decode it), else Pillow reads the header."""
+    try:
+        if data is not None:
+            head = data[:16]
+        else:
+            assert path is not None
+            with path.open("rb") as f:
+                head = f.read(16)
+        if head.startswith(_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+            return True
+        with PILImage.open(path if path is not None else io.BytesIO(data or b"")):
+            return True
+    except (OSError, UnidentifiedImageError):
+        return False
+
+
+def _scaled(picture: PILImage.Image, side: int, target: Path) -> None:
+    copy = picture.convert("RGB") if picture.mode != "RGB" else picture.copy()
+    copy.thumbnail((side, side), PILImage.Resampling.BILINEAR)
+    copy.save(target, format="JPEG", quality=82)
+
+
+def _copy(source: Path, target: Path) -> None:
+    if not target.exists():
+        shutil.copyfile(source, target)
+
+
+def _suffix(mime: str | None) -> str:
+    return (mimetypes.guess_extension(mime or "") or ".bin") if mime else ".bin"
+
+
+def _locate(path: Path | None, search: tuple[Path, ...]) -> Path | None:
+    if path is None:
+        return None
+    if path.is_file():
+        return path
+    for folder in search:
+        candidate = folder / path.name
+        if candidate.is_file():
+            return candidate
+        nested = folder / "perception" / path.name
+        if nested.is_file():
+            return nested
+    return None

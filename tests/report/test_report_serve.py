@@ -1,0 +1,55 @@
+"""``omnilab report --serve``: reports of a folder of runs on 127.0.0.1, rebuilt when a run in
+progress has written more results."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from omnilab.bench.results import write_results
+from omnilab.bench.run_dir import RunDir
+from omnilab.report.serve import serve_runs
+
+
+def get(url: str) -> str:
+    # No proxy: a proxy set in the environment must not see loopback requests.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=30) as reply:
+        text: str = reply.read().decode("utf-8")
+        return text
+
+
+def test_serve_lists_runs_and_refreshes_a_run_in_progress(run_a: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = runs / "live"
+    shutil.copytree(run_a, run)
+    results = RunDir(run).results()
+    write_results(RunDir(run).results_file, results[:5])  # 5 tasks done so far
+    started: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def on_ready(url: str, server: Any) -> None:
+        started.update(url=url, server=server)
+        ready.set()
+
+    thread = threading.Thread(
+        target=serve_runs, args=(runs,), kwargs={"port": 0, "ready": on_ready}, daemon=True
+    )
+    thread.start()
+    assert ready.wait(30)
+    url = started["url"]
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        assert 'href="live/index.html"' in get(url)
+        assert get(url + "live/index.html").count("<tr data-state=") == 5
+        write_results(RunDir(run).results_file, results[:9])  # the run went on
+        assert get(url + "live/index.html").count("<tr data-state=") == 9
+        assert "read_video" in get(url + "live/tasks/task-0001.html")
+        assert "setupFilterable" in get(url + "live/assets/report.js")
+    finally:
+        started["server"].shutdown()
+        thread.join(30)
+    assert not thread.is_alive()
