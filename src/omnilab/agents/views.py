@@ -19,8 +19,9 @@ reaches a prompt: media are named by input id (and time range) only.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from omnilab.agents.base import AgentConfigError, AgentTask
 from omnilab.agents.question import question_text
@@ -30,6 +31,9 @@ from omnilab.errors import OmnilabError
 from omnilab.inputs import FileKind, InputFile, InputSet
 from omnilab.models.capabilities import Capabilities
 
+if TYPE_CHECKING:
+    from omnilab.media.video import Frame
+
 __all__ = [
     "MODES",
     "Mode",
@@ -37,6 +41,7 @@ __all__ = [
     "check_mode",
     "default_mode",
     "first_message_parts",
+    "frame_parts",
     "media_kinds",
     "text_part",
 ]
@@ -199,12 +204,16 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
         shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
     except MediaError as e:
         return [Text(text=f"[{f.id}: no frames ({e.code}: {f.redact(e.message)})]")]
+    head = f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]"
+    return frame_parts(f.id, shots, views, head)
+
+
+def frame_parts(file_id: str, shots: Sequence[Frame], views: Path, head: str) -> list[Content]:
+    """``head``, then each frame saved into ``views`` as JPEG after a ``t=... s`` line."""
     views.mkdir(parents=True, exist_ok=True)
-    parts: list[Content] = [
-        Text(text=f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]")
-    ]
+    parts: list[Content] = [Text(text=head)]
     for shot in shots:
-        out = views / f"{f.id}_t{shot.timestamp:.3f}.jpg"
+        out = views / f"{file_id}_t{shot.timestamp:.3f}.jpg"
         shot.image.convert("RGB").save(out, quality=90)
         parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
     return parts

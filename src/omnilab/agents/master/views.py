@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 
 from omnilab.agents.master.pool import AgentInput, ModalityAgent
-from omnilab.agents.views import text_part
+from omnilab.agents.views import frame_parts, text_part
 from omnilab.content import Audio, Content, Image, Text, Video
 from omnilab.models.capabilities import Capabilities
 
@@ -30,15 +30,8 @@ def _frames(item: AgentInput, count: int, views: Path) -> list[Content]:
         shots = frames(f.path, 0.0, None, num=count)
     except MediaError as e:
         return [Text(text=f"[{item.id}: no frames ({e.code}: {f.redact(e.message)})]")]
-    views.mkdir(parents=True, exist_ok=True)
-    parts: list[Content] = [
-        Text(text=f"[{item.id}: video as {len(shots)} frames, each after its time in seconds]")
-    ]
-    for shot in shots:
-        out = views / f"{item.id}_t{shot.timestamp:.3f}.jpg"
-        shot.image.convert("RGB").save(out, quality=90)
-        parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
-    return parts
+    head = f"[{item.id}: video as {len(shots)} frames, each after its time in seconds]"
+    return frame_parts(item.id, shots, views, head)
 
 
 def input_parts(item: AgentInput, caps: Capabilities, views: Path) -> list[Content]:
