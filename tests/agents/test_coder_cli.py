@@ -101,6 +101,8 @@ def test_doctor_lists_the_sandbox_toolbox() -> None:
     assert set(toolbox) == {"ffmpeg", "mediaprobe", "python", "numpy", "PIL", "av", "omnilab"}
     # imageio-ffmpeg is a dev dependency: its ffmpeg runs inside the sandbox.
     assert toolbox["ffmpeg"] and toolbox["av"] and toolbox["numpy"] and toolbox["PIL"]
+    # omnilab's own CLI too, editable install included (its package folder is bound back).
+    assert toolbox["omnilab"]
     text = invoke("doctor")
     assert (
         "media toolbox in the sandbox (coder agent):" in text

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox import IsolationLevel, PythonSession, SandboxError, _cgroup, _uids, run
-from omnilab.sandbox._plan import mount_plan
+from omnilab.sandbox._plan import _package_folder, mount_plan
 from omnilab.sandbox._safefs import chown_tree, place_file
 from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._wsfs import prepare_workspace
@@ -144,8 +144,30 @@ def test_mount_plan_binds_back_only_the_interpreter(tmp_path: Path) -> None:
     hidden = plan.masks + plan.scratch
     assert any(str(project) == m or str(project).startswith(m + "/") for m in hidden)
     assert any(str(ws.parent) == m or str(ws.parent).startswith(m + "/") for m in hidden)
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
-    assert all(any(b == p or b.startswith(p + "/") for p in prefixes) for b in bound[1:])
+    # Besides the workspace: the interpreter's prefixes, and omnilab's own package folder only.
+    allowed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)} | {_package_folder()}
+    assert all(any(b == p or b.startswith(p + "/") for p in allowed) for b in bound[1:])
+
+
+def test_omnilab_itself_runs_inside_but_its_checkout_stays_hidden(
+    ws: Path, available: Callable[[str], IsolationLevel]
+) -> None:
+    # An editable install keeps omnilab in a source checkout, which is masked; only the package
+    # folder is bound back, so `omnilab media ...` works for the coder agent's shell.
+    level = available("namespaces")
+    package = Path(_package_folder())
+    probe = (
+        "import omnilab, pathlib; p = pathlib.Path(omnilab.__file__).parent; "
+        "print(p); print(sorted(x.name for x in p.parent.iterdir()))"
+    )
+    r = run([sys.executable, "-c", probe], workspace=ws, isolation=level)
+    assert r.exit_code == 0, r.stderr
+    folder, listing = r.stdout.splitlines()
+    assert os.path.realpath(folder) == str(package)
+    if str(package) in [path for path, _ in mount_plan(ws, as_stranger=False).binds]:
+        assert listing == repr([package.name])  # nothing else of the checkout is visible
+    version = run([str(Path(sys.executable).parent / "omnilab"), "--version"], workspace=ws)
+    assert version.exit_code == 0 and version.stdout.startswith("omnilab "), version.stderr
 
 
 def test_seccomp_program_is_well_formed() -> None:

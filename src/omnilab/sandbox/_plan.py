@@ -112,6 +112,17 @@ def _python_paths() -> list[str]:
     return sorted(paths)
 
 
+@cache
+def _package_folder() -> str:
+    """omnilab's own package folder. An editable install keeps it in a source checkout, which
+    is masked like any private folder; binding back just this folder (read-only, code only:
+    not the checkout's other files) lets ``omnilab media ...`` and ``omnilab digest`` run
+    inside, as they do for a regular install."""
+    import omnilab
+
+    return os.path.realpath(Path(omnilab.__file__).parent)
+
+
 def _private_folders(workspace: str) -> list[str]:
     """Folders of the harness that sandboxed code must not see: its working directory, its
     script's folder, the folder of its configuration file, and the folder holding the
@@ -161,6 +172,9 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
             # A deeper mask under a new one is redundant; drop it.
             masks = [m for m in masks if not _under(m, [folder])] + [folder]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
+    package = _package_folder()
+    if not _under(package, [p for p, _ in needed]):
+        needed.append((package, False))
     # A resolver config that lives under /run (systemd-resolved) must stay readable.
     resolv = os.path.realpath("/etc/resolv.conf")
     if resolv.startswith("/run/") and Path(resolv).exists():

@@ -8,9 +8,9 @@ What the ``coder`` agent's shell can call, with no system packages:
 - ``mediaprobe FILE``: a probe (format, duration, streams as JSON) written with PyAV, which
   omnilab already depends on; the wheel ships no ``ffprobe``;
 - ``python`` with numpy, Pillow and PyAV (the harness's interpreter, first on ``PATH``);
-- ``omnilab`` itself (``omnilab media ...``, ``omnilab digest``) where the sandbox can import it:
-  a regular install can, an editable checkout cannot at the ``namespaces``/``bwrap`` levels
-  (source checkouts are masked there, see ``docs/sandbox.md``). The probe runs it to find out.
+- ``omnilab`` itself (``omnilab media ...``, ``omnilab digest``): a regular install is in
+  site-packages; an editable install's package folder is bound back read-only on its own (the
+  rest of its checkout stays masked, see ``docs/sandbox.md``). The probe runs it to make sure.
 
 :func:`toolbox_report` finds each tool and its version once per process, from inside a sandbox,
 so the system prompt and ``omnilab doctor`` list what the agent will really have.
@@ -125,8 +125,8 @@ _USAGE = {
 
 _HINTS = {
     "ffmpeg": "pip install 'omnilab[coder]' (the imageio-ffmpeg wheel)",
-    "omnilab": "not importable in the sandbox: an editable install's source folder is hidden "
-    "there (namespaces/bwrap levels); a regular pip install works",
+    "omnilab": "not importable in the sandbox: check `omnilab doctor` and the install "
+    "(pip install omnilab)",
 }
 
 
