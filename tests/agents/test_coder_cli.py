@@ -124,3 +124,45 @@ def test_a_missing_ffmpeg_is_said_in_the_prompt_listing(monkeypatch: pytest.Monk
     assert report.as_dict()["ffmpeg"] is None and report.as_dict()["av"]
     assert "not available here: ffmpeg" in report.prompt_lines()
     assert "- av " in report.prompt_lines()
+
+
+def test_eval_omnigaia_item_runs_with_omnilab_inside_the_sandbox(tmp_path: Path) -> None:
+    # A real OmniGAIA item (tests/data/omnigaia_sample.json, id 37: one video with audio) with
+    # its media made on the spot under the item's own relative path, as the release lays it out.
+    from omnilab.media.synth import make_video
+
+    sample = Path(__file__).parents[1] / "data" / "omnigaia_sample.json"
+    [item] = [x for x in json.loads(sample.read_text(encoding="utf-8")) if x["id"] == 37]
+    [media] = item["omni_modal_input"]
+    (tmp_path / media["path"]).parent.mkdir(parents=True)
+    make_video(tmp_path / media["path"], duration=3.0)
+    data = tmp_path / "omnigaia.json"
+    data.write_text(json.dumps([item]), encoding="utf-8")
+    staged = "inputs/" + Path(media["path"]).name
+    probe = f"omnilab media probe {staged} > probe.txt && grep -ci h264 probe.txt"
+    steps = [
+        _call("execute_commands", {"analysis": "a", "plan": "probe", "keystrokes": probe}),
+        _call("task_complete", {}, text=f"<answer>{item['answer']}</answer>"),
+    ]
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps(steps))
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"outputs": ["Correct"], "repeat": True}))
+    args = ("eval", "omnigaia", "--data", data, "--agent", "coder", "--model",
+            f"scripted:{script}", "--judge", f"scripted:{judge}", "--out", tmp_path / "ev",
+            "--no-progress")  # fmt: skip
+    invoke(*args)
+    [result] = [json.loads(x) for x in (tmp_path / "ev" / "results.jsonl").read_text().splitlines()]
+    assert result["error"] is None and result["em"] is True and result["judged"] is True
+    from omnilab.trajectory import read_trajectory
+
+    traj = read_trajectory(tmp_path / "ev" / "trajectories" / "37.jsonl")
+    [shell] = [r for r in traj.tool_results if r.name == "execute_commands"]
+    output = "".join(getattr(c, "text", "") for c in shell.result.content)
+    # omnilab itself ran inside the sandbox (an editable install's package is bound back).
+    assert "command not found" not in output and "No module named" not in output
+    assert int(output.split()[0]) >= 1 and "[exit code 0," in output, output
+    first = traj.contexts()[0].messages
+    prompt = "".join(getattr(c, "text", "") for m in first for c in m.content)
+    assert staged in prompt and str(tmp_path) not in prompt  # workspace paths, no host paths
+    assert "1 were done before" in invoke(*args, "--resume")
