@@ -323,6 +323,10 @@ def test_the_header_names_the_mode_and_why(data: Path, tmp_path: Path) -> None:
     lines = render_header(header)
     assert header.mode == "evidence" and "capability flags" in lines[0]
     assert any(line.startswith("warning: vllm:mystery") for line in lines)
+    assert any("evidence mode" in w for w in header.warnings)
+    # Only tir has an evidence mode: another agent's warning does not promise one.
+    [other] = run_header(agent="master", model=blind).warnings
+    assert "the master agent treats it as text-only" in other and "evidence" not in other
     forced = run_header(agent="tir", model=blind, agent_options={"mode": "tools"})
     assert forced.mode == "tools" and forced.mode_reason == "set by the agent option mode"
     get_settings().models.capabilities["vllm:mystery"] = {"image": True}

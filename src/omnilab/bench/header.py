@@ -166,9 +166,16 @@ def run_header(
                 mode = next(iter(counts))
         reason = "picked from the model's capability flags"
     if not known:
+        # Only tir has an evidence mode; other agents just send such a model no media (master
+        # refuses it a media role, ota describes its media in text).
+        effect = (
+            "it runs text-only (evidence mode: media become text evidence)"
+            if agent == "tir"
+            else f"the {agent} agent treats it as text-only (no media reach it)"
+        )
         notes.append(
-            f"{model.name} has no known capability flags: it runs text-only (evidence mode: "
-            "media become text evidence). If it takes media, declare its flags in omnilab.toml, "
+            f"{model.name} has no known capability flags: {effect}. "
+            "If it takes media, declare its flags in omnilab.toml, "
             f'e.g. [models.capabilities] "{model.name.split("@")[0]}" = {{image = true, '
             "audio = true, video = true}, or pass --agent-option mode=..."
         )
