@@ -149,12 +149,17 @@ def test_the_header_is_printed_and_recorded(tmp_path: Path) -> None:
 
 
 def test_show_prompt_prints_the_first_prompt_without_calling_the_model(
-    tmp_path: Path, image_file: Path
+    tmp_path: Path, image_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = write_tasks(tmp_path, 2, files=[str(image_file)])
     out = tmp_path / "run"
     with CountingServer() as server:
         output = ok(*eval_args(data, server.base_url, out, "--show-prompt"))
+        # A judged scorer needs no judge for a preview: nothing is scored.
+        args = eval_args(data, server.base_url, out, "--show-prompt")
+        args[args.index("answer_set")] = "omnigaia"
+        monkeypatch.delenv("OMNILAB_BENCH__JUDGE_MODEL", raising=False)
+        assert ok(*args).startswith("first prompt of task q0")
         assert server.chat_requests == []
     assert output.startswith("first prompt of task q0 to vllm:test@")
     assert "--- system ---" in output and "Fresh question 0?" in output

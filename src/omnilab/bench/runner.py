@@ -103,9 +103,13 @@ def new_config(
     samples: int = 1,
     cache: bool = True,
     protocol: str | None = None,
+    preview: bool = False,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
+
+    ``preview``: the config is only for showing a prompt (nothing is scored), so a judged
+    scorer without a judge is not an error.
 
     ``protocol`` names a reproduction preset (:mod:`omnilab.bench.protocols`): its agent
     options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
@@ -134,7 +138,7 @@ def new_config(
         budgets=budgets or Budgets(),
         task_timeout_s=task_timeout_s,
         scorer=chosen,
-        judges=[redact_url(j) for j in resolve_judges(chosen, judges)],
+        judges=[redact_url(j) for j in (judges if preview else resolve_judges(chosen, judges))],
         seed=seed,
         selection=selection or Selection(),
         backend=backend,

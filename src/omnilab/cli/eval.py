@@ -287,6 +287,7 @@ def eval_(
         samples=_pick(samples, stored, "samples", 1),
         cache=_pick(cache, stored, "cache", True),
         protocol=protocol_name,
+        preview=show_prompt,
     )
     err = err_console()
     if show_prompt:
@@ -348,12 +349,15 @@ async def _execute(plan: RunPlan, concurrency: int, progress: bool, err: Console
 def _show_prompt(config: RunConfig) -> None:
     from omnilab.bench.datasets import load_dataset
     from omnilab.bench.preview import first_prompt, render_prompt
-    from omnilab.bench.runner import build_executor
+    from omnilab.bench.runner import Components, build_executor
+    from omnilab.bench.scoring import AnswerSetMatch
 
     tasks = config.selection.apply(
         load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
     )
     if not tasks:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
-    prompt = asyncio.run(first_prompt(build_executor(config), tasks[0]))
+    # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
+    executor = build_executor(config, Components(scorer=AnswerSetMatch()))
+    prompt = asyncio.run(first_prompt(executor, tasks[0]))
     typer.echo(render_prompt(prompt))
