@@ -205,6 +205,27 @@ def test_result_pictures_reach_vision_models_as_images(
     assert "Cape Lumen lighthouse" in tool_message.text
 
 
+@pytest.mark.parametrize(("keyframes", "tiles"), [(16, 16), (1, 1)])
+def test_video_results_show_keyframes_of_the_passage(
+    index: Path, tmp_path: Path, keyframes: int, tiles: int
+) -> None:
+    # Appendix D: "Search for videos and keyframes"; §3.2: about 16 keyframes to verify.
+    from PIL import Image
+
+    from omnilab.tools.mediasearch.keyframes import KEYFRAME_EDGE
+
+    model, adapter = scripted(
+        [search("video_search", "foghorn"), text("<answer>x</answer>")], caps=VISION
+    )
+    run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, keyframes=keyframes)
+    tool_message = adapter.requests[1][0][-1]
+    [picture] = [p for p in tool_message.content if p.type == "image"]
+    with Image.open(picture.path) as image:  # type: ignore[union-attr]
+        # A 4x4 sheet of 256 px tiles is over 1024 px wide; the poster frame at most 512.
+        assert (image.width >= 4 * KEYFRAME_EDGE) == (tiles > 1), image.size
+    assert ("keyframes" in str(picture.path)) == (tiles > 1)  # type: ignore[union-attr]
+
+
 def test_bad_options_are_one_line_errors() -> None:
     with pytest.raises(AgentConfigError, match="bad deepsearch option budget"):
         get_agent("deepsearch", budget="lots")

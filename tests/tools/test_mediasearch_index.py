@@ -92,6 +92,20 @@ def test_video_index_points_at_time_ranges(tmp_path: Path) -> None:
     assert first.start_s is not None and first.start_s < 8
     (said,) = index.search("age of foolishness", top_k=3)  # found by its transcript
     assert said.start_s is not None and said.start_s < 8 and "foolishness" in said.snippet
+    # "Search for videos and keyframes": 16 frames of the passage, laid out as one picture.
+    from PIL import Image
+
+    (keyed,) = index.search("ardent ferry", top_k=3, keyframes=16)
+    assert keyed.thumbnail is not None and keyed.thumbnail != hit.thumbnail
+    with Image.open(keyed.thumbnail) as sheet, Image.open(hit.thumbnail) as poster:
+        assert sheet.width > poster.width  # a 4x4 grid of 256 px tiles, not one frame
+        # The passage's slide (red "PORT ARDENT FERRY" from 9 s) fills the last tiles.
+        red, green, _blue = sheet.convert("RGB").getpixel((sheet.width - 20, sheet.height - 40))
+        assert red > 90 and green < 60
+    assert index.search("ardent ferry", top_k=3, keyframes=16)[0].thumbnail == keyed.thumbnail
+    (folder / "harbour_tour.mp4").unlink()  # a source that moved away: the poster frame stays
+    (fallback,) = index.search("ardent ferry", top_k=3, keyframes=4)
+    assert fallback.thumbnail == hit.thumbnail
 
 
 def test_video_index_without_digest_uses_names_and_sidecars(tmp_path: Path) -> None:

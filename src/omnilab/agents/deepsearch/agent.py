@@ -59,6 +59,10 @@ class DeepSearchOptions(BaseModel):
     the model takes audio."""
     images: bool | None = None
     """Send result thumbnails as images; default: when the model takes images."""
+    keyframes: int = Field(default=16, ge=1, le=64)
+    """Frames of each local video result, sent as one sheet (§3.2: "a small number of
+    keyframes (e.g., 16 frames) for rapid verification"); 1 sends the poster frame. Remote
+    providers give their own thumbnail only."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call."""
     max_observation_chars: int | None = Field(default=None, ge=200)
@@ -98,6 +102,8 @@ class DeepSearchAgent:
             if opts.search != "local":
                 raise AgentConfigError("index_dir applies to the local search provider only")
             extra["index_dir"] = opts.index_dir
+        if opts.search == "local":
+            extra["keyframes"] = opts.keyframes
         try:
             return MediaSearch(opts.search, top_k=opts.top_k, **extra)
         except WebError as e:

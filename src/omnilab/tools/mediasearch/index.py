@@ -247,8 +247,12 @@ class MediaIndex:
             self.records: list[dict[str, Any]] = [json.loads(line) for line in f if line.strip()]
         self._lock = threading.Lock()
 
-    def search(self, query: str, *, top_k: int) -> list[MediaHit]:
-        """The best ``top_k`` images, or videos (one hit per video: its best passage)."""
+    def search(self, query: str, *, top_k: int, keyframes: int = 1) -> list[MediaHit]:
+        """The best ``top_k`` images, or videos (one hit per video: its best passage).
+
+        ``keyframes`` above 1: each video hit's picture is a sheet of that many frames of its
+        passage, from the source file (:mod:`~omnilab.tools.mediasearch.keyframes`), instead of
+        the stored poster frame."""
         (terms,) = tokenize([query])
         if not terms or top_k < 1:
             return []
@@ -266,7 +270,20 @@ class MediaIndex:
             hits.append(self._hit(record, float(score), set(terms)))
             if len(hits) == top_k:
                 break
+        if self.kind == "video" and keyframes > 1:
+            hits = [self._with_keyframes(hit, keyframes) for hit in hits]
         return hits
+
+    def _with_keyframes(self, hit: MediaHit, num: int) -> MediaHit:
+        from omnilab.tools.mediasearch.keyframes import keyframe_sheet
+
+        rel = hit.url.removeprefix("video://").split("#", 1)[0]
+        source = Path(self.manifest.source)
+        video = (source / rel).resolve()
+        if not video.is_relative_to(source.resolve()):  # a hand-edited entry stays inside
+            return hit
+        sheet = keyframe_sheet(video, hit.start_s or 0.0, hit.end_s or 0.0, num)
+        return hit.model_copy(update={"thumbnail": str(sheet)}) if sheet else hit
 
     def _hit(self, record: dict[str, Any], score: float, terms: set[str]) -> MediaHit:
         thumb = record.get("thumb")

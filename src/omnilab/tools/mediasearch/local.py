@@ -22,7 +22,8 @@ class LocalMedia:
     kinds search the offline sample's indexes (:func:`~omnilab.tools.mediasearch.sample.
     sample_folder`, built on the first search). Given some, a kind without an index answers
     ``NO_INDEX``, except web search, which falls back to ``web.index_dir``, else the sample
-    corpus shipped with omnilab.
+    corpus shipped with omnilab. ``keyframes`` above 1 shows each video result as a sheet of
+    that many frames of its passage instead of one poster frame.
     """
 
     name = "local"
@@ -36,6 +37,7 @@ class LocalMedia:
         text_index: Path | str | None = None,
         image_index: Path | str | None = None,
         video_index: Path | str | None = None,
+        keyframes: int = 1,
     ) -> None:
         root = Path(index_dir) if index_dir is not None else None
 
@@ -50,6 +52,7 @@ class LocalMedia:
         self.image_index = pick(image_index, "image")
         self.video_index = pick(video_index, "video")
         self.use_sample = all(x is None for x in (index_dir, text_index, image_index, video_index))
+        self.keyframes = keyframes
 
     def __repr__(self) -> str:
         return (
@@ -77,7 +80,7 @@ class LocalMedia:
                 f"no local {kind} index is configured: build one with "
                 f"omnilab index build --kind {kind} DIR --out OUT and pass it to the agent",
             )
-        return open_media_index(path, kind).search(query, top_k=top_k)
+        return open_media_index(path, kind).search(query, top_k=top_k, keyframes=self.keyframes)
 
     def _web(self, query: str, top_k: int) -> list[MediaHit]:
         from omnilab.tools.web.index import open_index
