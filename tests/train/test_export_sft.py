@@ -259,3 +259,43 @@ def test_check_reloads_with_datasets(tir_run: Path, tmp_path: Path) -> None:
     said = export(tir_run, "openai", out, "--check")
     assert "check: round trip: 3 rows read back unchanged" in said
     assert "check: datasets.load_dataset('json'): 3 rows" in said
+
+
+def test_master_runs_export_every_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with no ``agent`` call (``master``: a master role and per-modality roles) exports
+    each of its contexts, each one's replies trained."""
+    monkeypatch.chdir(tmp_path)  # no omnilab.toml of the repository's
+    item = {
+        "id": "q0",
+        "question": "Which colour?",
+        "options": ["A. red", "B. blue"],
+        "answer": "B",
+    }
+    data = tmp_path / "mcq.jsonl"
+    data.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    plan = {
+        "user_intent": "colour",
+        "agent_instructions": [{"agent_name": "text_agent", "questions": ["Which colour?"]}],
+    }
+    decided = {"final_answer": "B", "is_final": True, "suggestions_for_next_round": ["none"]}
+    script = tmp_path / "pool.json"
+    steps = [plan, {"answers": ["blue"]}, decided]
+    script.write_text(json.dumps([json.dumps(s) for s in steps]), encoding="utf-8")
+    run = tmp_path / "master-run"
+    cli(
+        "eval", "mcq", "--data", data, "--agent", "master", "--model", f"scripted:{script}",
+        "--out", run, "--no-progress", "-c", "1", "--no-cache",
+    )  # fmt: skip
+    traj = read_trajectory(run / "trajectories" / "q0.jsonl")
+    contexts = traj.contexts()
+    assert contexts and not any(c.role == "agent" for c in contexts)
+    out = tmp_path / "m.jsonl"
+    export(run, "openai", out)
+    written = rows(out)
+    by_context: dict[str | None, int] = {}
+    for c in contexts:
+        by_context[c.context_id] = by_context.get(c.context_id, 0) + 1
+    assert len(written) == len(by_context) >= 2  # each context only grew: one example each
+    replies = [c.output.message.text for c in contexts if c.output is not None]
+    trained = [m["content"] for r in written for m in r["messages"] if m.get("weight") == 1]
+    assert sorted(trained) == sorted(replies)
