@@ -32,12 +32,17 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
     videos = [str(f.path) for f in task.files if f.kind == "video"]
     audios = [str(f.path) for f in task.files if f.kind == "audio"]
     markers = "".join("<image>" for _ in images) + "".join("<video>" for _ in videos)
-    text = question_text(agent_task(task))
+    asked = agent_task(task)
+    text = question_text(asked)
     fields = task_fields(task)
+    # verl's ability names the kind of problem: the question's base type where the dataset has
+    # one (MCQ_Holmes -> mcq), else the dataset
+    qtype = asked.metadata.question_type
+    ability = qtype.split("_", 1)[0].lower() if qtype else task.dataset
     row: JsonDict = {
         "data_source": data_source,
         "prompt": [{"role": "user", "content": f"{markers}{text}"}],
-        "ability": (task.metadata.task_type or task.dataset).split("_", 1)[0].lower(),
+        "ability": ability,
         "reward_model": {"style": "rule", "ground_truth": task.answers.label},
         "extra_info": {
             "index": index,
