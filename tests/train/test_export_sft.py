@@ -255,7 +255,7 @@ def test_bad_input_gets_one_line(tir_run: Path, tmp_path: Path) -> None:
 
 def test_check_reloads_with_datasets(tir_run: Path, tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    out = tmp_path / "c.jsonl"
+    out = tmp_path / "a [b]" / "c.jsonl"  # datasets reads names as glob patterns
     said = export(tir_run, "openai", out, "--check")
     assert "check: round trip: 3 rows read back unchanged" in said
     assert "check: datasets.load_dataset('json'): 3 rows" in said

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,14 +20,16 @@ app = typer.Typer(
 )
 
 
-def _report(out: Path, rows: int, what: str, check: bool, fmt: str, written: list[dict]) -> None:  # type: ignore[type-arg]
+def _report(
+    out: Path, rows: int, what: str, check: bool, fmt: str, written: list[dict[str, Any]]
+) -> None:
     err = err_console()
-    err.print(f"wrote {rows} {what} to {out}")
+    err.print(f"wrote {rows} {what} to {out}", markup=False)
     if check:
         from omnilab.train.files import check_file
 
         for line in check_file(out, fmt, written):
-            err.print(f"check: {line}")
+            err.print(f"check: {line}", markup=False)
 
 
 def sft(
@@ -116,7 +118,9 @@ def sft(
         err.print(
             "add to LLaMA-Factory's data/dataset_info.json (file_name relative to dataset_dir):"
         )
-        out_console().print(json.dumps(sharegpt_dataset_info(name, out.name), indent=2))
+        out_console().print(
+            json.dumps(sharegpt_dataset_info(name, out.name), indent=2), markup=False
+        )
 
 
 def rl(

@@ -23,7 +23,14 @@ from omnilab.content import Text
 from omnilab.models import Message, ToolCall, ToolSpec
 from omnilab.train.examples import Example
 
-__all__ = ["media_path", "openai_row", "sharegpt_row", "tool_schemas", "trl_row"]
+__all__ = [
+    "media_path",
+    "openai_row",
+    "sharegpt_dataset_info",
+    "sharegpt_row",
+    "tool_schemas",
+    "trl_row",
+]
 
 JsonDict = dict[str, Any]
 

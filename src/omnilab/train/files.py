@@ -10,6 +10,7 @@ library is installed (it needs no torch), with the loader TRL, LLaMA-Factory and
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
@@ -198,7 +199,9 @@ def check_file(path: Path, fmt: str, written: list[JsonDict]) -> list[str]:
     kind = "parquet" if _is_parquet(path) else "json"
     datasets.disable_progress_bars()  # the CLI prints its own one-line results
     try:
-        loaded = datasets.load_dataset(kind, data_files=str(path), split="train")
+        # data_files are glob patterns to datasets: a name with [ or * must be escaped
+        pattern = glob.escape(str(path))
+        loaded = datasets.load_dataset(kind, data_files=pattern, split="train")
     except Exception as e:  # the loader's own errors are many types; report its first line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BenchError(f"{path}: datasets.load_dataset({kind!r}) fails: {first}") from None
