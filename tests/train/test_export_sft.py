@@ -13,7 +13,7 @@ from trainkit import cli, omnilab
 
 from omnilab.content import Image, Text
 from omnilab.models import Message
-from omnilab.train.chat_formats import openai_row, sharegpt_row
+from omnilab.train.chat_formats import sharegpt_row
 from omnilab.train.examples import examples
 from omnilab.train.runs import RecordFilter, iter_records
 from omnilab.trajectory import CallContext, read_trajectory
@@ -74,27 +74,38 @@ def test_openai_one_example_per_tir_rollout_equal_to_its_context(
         assert image["type"] == "image_url" and Path(image["image_url"]["url"]).is_file()
 
 
-def test_a_scaffold_written_assistant_message_is_not_trained(tir_run: Path) -> None:
+def inject_assistant_message(trajectory: Path, text: str) -> None:
+    """Rewrite a saved trajectory as if the scaffold had put an assistant message of its own
+    into the context just before the second model call (a prefill, a forced turn)."""
+    lines = trajectory.read_text(encoding="utf-8").splitlines()
+    calls = [i for i, line in enumerate(lines) if json.loads(line).get("kind") == "model_call"]
+    second = json.loads(lines[calls[1]])
+    second["sent"]["prefix"] += 1  # the call was sent the injected message too
+    added = {
+        "id": "injected", "timestamp": second["timestamp"], "parent_id": None,
+        "context_id": second["context_id"], "kind": "message",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
+                    "tool_calls": [], "tool_call_id": None},
+    }  # fmt: skip
+    lines[calls[1]] = json.dumps(second)
+    lines.insert(calls[1], json.dumps(added))
+    trajectory.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_scaffold_written_assistant_message_is_not_trained(tir_run: Path, tmp_path: Path) -> None:
     """Only replies the model returned carry loss: an assistant message the scaffold put into
-    the context itself (a prefill, a forced turn) is context."""
-    record = next(iter_records([tir_run]))
-    example = next(examples(record))
-    injected = Message.assistant("I will now answer.")
-    row = openai_row(
-        type(example)(
-            record=record,
-            context_id=example.context_id,
-            messages=[*example.messages[:2], injected, *example.messages[2:]],
-            trained=[*example.trained[:2], False, *example.trained[2:]],
-            tools=example.tools,
-            calls=example.calls,
-        )
-    )
-    assert [m.get("weight") for m in row["messages"]] == [None, None, 0, 1, None, 1]
-    # and the rule itself: examples() marks exactly the messages equal to a recorded reply
-    replies = [c.output.message for c in example.calls if c.output is not None]
-    for message, trained in zip(example.messages, example.trained, strict=True):
-        assert trained == (message in replies)
+    the context itself is context, even though its role is assistant."""
+    inject_assistant_message(tir_run / "trajectories" / "q1.jsonl", "I will now answer.")
+    calls = agent_calls(tir_run, "q1")
+    assert calls[1].messages[-1].text == "I will now answer."
+    out = tmp_path / "sft.jsonl"
+    export(tir_run, "openai", out, "--task", "q1")
+    (row,) = rows(out)
+    assert [(m["role"], m.get("weight")) for m in row["messages"]] == [
+        ("system", None), ("user", None), ("assistant", 1), ("tool", None),
+        ("assistant", 0), ("assistant", 1),
+    ]  # fmt: skip
+    assert row["messages"][4]["content"] == "I will now answer."
 
 
 def test_reasoning_goes_before_the_reply_only_when_asked(tir_run: Path, tmp_path: Path) -> None:
