@@ -42,20 +42,28 @@ class RecordFilter:
 
     def keeps(self, record: RunRecord) -> bool:
         """Whether ``record`` passes every filter."""
+        return self.rejects(record) is None
+
+    def rejects(self, record: RunRecord) -> str | None:
+        """The first filter ``record`` fails, as its option name (``--correct-only``), or
+        ``None`` when it passes every one: so a user whose export came out empty is told which
+        filter dropped how many rollouts."""
         result = record.result
         if self.agents and record.config.agent not in self.agents:
-            return False
+            return "--agent"
         if self.tasks and result.task_id not in self.tasks:
-            return False
+            return "--task"
         if result.error is not None and not self.include_failed:
-            return False
+            return "failed run"
         if self.correct_only and result.judged is not True:
-            return False
+            return "--correct-only"
         if self.min_score is not None and (
             result.score is None or result.score.value < self.min_score
         ):
-            return False
-        return self.max_turns is None or result.model_calls <= self.max_turns
+            return "--min-score"
+        if self.max_turns is not None and result.model_calls > self.max_turns:
+            return "--max-turns"
+        return None
 
 
 @dataclass
@@ -119,9 +127,12 @@ def load_run(folder: str | Path) -> tuple[RunDir, RunConfig, dict[str, Task]]:
 
 
 def iter_records(
-    folders: Sequence[str | Path], keep: RecordFilter | None = None
+    folders: Sequence[str | Path],
+    keep: RecordFilter | None = None,
+    dropped: dict[str, int] | None = None,
 ) -> Iterator[RunRecord]:
-    """Every kept rollout of ``folders``, run by run, in the order of each ``results.jsonl``."""
+    """Every kept rollout of ``folders``, run by run, in the order of each ``results.jsonl``;
+    ``dropped`` (when given) counts the rollouts each filter dropped, by :meth:`RecordFilter.rejects`."""
     keep = keep or RecordFilter()
     for folder in folders:
         run, config, tasks = load_run(folder)
@@ -129,8 +140,11 @@ def iter_records(
             record = RunRecord(
                 run=run, config=config, result=result, task=tasks.get(result.task_id)
             )
-            if keep.keeps(record):
+            reason = keep.rejects(record)
+            if reason is None:
                 yield record
+            elif dropped is not None:
+                dropped[reason] = dropped.get(reason, 0) + 1
 
 
 def task_groups(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:

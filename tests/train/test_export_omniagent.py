@@ -1,0 +1,136 @@
+"""``omnilab export sft --format omniagent-steps``: rows of a scripted ``ota`` run match the field
+names, types and nesting of OmniAgent's released SFT example, and reproduce every call's purged
+context."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from trainkit import cli
+
+from omnilab.content import Text
+from omnilab.trajectory import read_trajectory
+
+# The schema of one row of OmniAgent's released SFT file, github.com/HarryHsing/OmniAgent,
+# data/example_train_sft.jsonl (commit e4aacfcb), written out by hand from its first rows:
+# field -> type, nested dicts spelled out. ``done`` and ``is_action_valid`` are the strings
+# "True"/"False" there, and ``env_config.actual_max_frames`` is a string ("50").
+STEP_ROW: dict[str, Any] = {
+    "question_id": str,
+    "traj_id": str,
+    "step": int,
+    "raw_input": list,
+    "output": str,
+    "step_reward": float,
+    "done": str,
+    "extra_info": {
+        "video": str,
+        "fps": float,
+        "duration_seconds": float,
+        "has_audio": bool,
+        "question_type": str,
+        "question": str,
+        "answer": str,
+        "options": list,
+        "mode": str,
+        "max_steps": int,
+        "won": bool,
+        "is_action_valid": str,
+        "reward": float,
+        "token_stats": {
+            "final_history_tokens": int,
+            "total_assistant_tokens": int,
+            "avg_assistant_tokens": float,
+            "max_prompt_limit": int,
+        },
+        "env_config": {
+            "actual_max_steps": int,
+            "actual_max_frames": str,
+            "actual_max_audio": float,
+            "actual_max_clip": float,
+            "video_duration": float,
+        },
+    },
+    "episode_reward": float,
+}
+# raw_input: [{"role": "system"|"user"|"assistant", "content": [part, ...]}], a part being
+# {"type": "text", "text": ...} or {"type": "image", "image": path} / {"type": "audio", "audio": ...}.
+
+
+def matches(value: Any, schema: Any, where: str = "row") -> list[str]:
+    """Where ``value`` differs from ``schema`` (same keys, same types, recursively)."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return [f"{where} is not an object"]
+        if set(value) != set(schema):
+            return [f"{where} keys differ: {sorted(set(value) ^ set(schema))}"]
+        return [p for k in schema for p in matches(value[k], schema[k], f"{where}.{k}")]
+    # bool is an int in Python: compare exact types, as JSON readers tell them apart
+    return [] if type(value) is schema else [f"{where} is {type(value).__name__}"]
+
+
+def part_ok(part: dict[str, Any]) -> bool:
+    if part["type"] == "text":
+        return set(part) == {"type", "text"} and isinstance(part["text"], str)
+    return set(part) == {"type", part["type"]} and isinstance(part[part["type"]], str)
+
+
+def test_rows_match_the_released_schema_and_reproduce_purged_contexts(
+    ota_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "steps.jsonl"
+    said = cli("export", "sft", ota_run, "--format", "omniagent-steps", "--out", out, "--check")
+    assert "wrote 5 rows from 2 rollouts" in said and "omniagent-steps rules" in said
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        assert matches(row, STEP_ROW) == []
+        for message in row["raw_input"]:
+            assert set(message) == {"role", "content"}
+            assert all(part_ok(p) for p in message["content"])
+
+    mcq = [r for r in rows if r["question_id"] == "mcq"]
+    traj = read_trajectory(ota_run / "trajectories" / "mcq.jsonl")
+    calls = [c for c in traj.contexts() if c.role == "agent"]
+    assert [r["step"] for r in mcq] == [1, 2, 3] and len(calls) == 3
+    for row, call in zip(mcq, calls, strict=True):
+        assert call.output is not None
+        assert row["output"] == call.output.message.text
+        assert row["traj_id"] == traj.header.run_id
+        expected = [
+            {
+                "role": m.role,
+                "content": [
+                    {"type": "text", "text": p.text}
+                    if isinstance(p, Text)
+                    else {"type": p.type, p.type: str(p.path)}
+                    for p in m.content
+                ],
+            }
+            for m in call.messages
+        ]
+        assert row["raw_input"] == expected
+    # step 2 still has the frames; step 3 holds their placeholder and the audio instead
+    assert [p["type"] for p in mcq[1]["raw_input"][3]["content"]].count("image") == 2
+    purged = mcq[2]["raw_input"][3]["content"]
+    assert [p["type"] for p in purged] == ["text", "text"]
+    assert purged[0]["text"].endswith("[MEDIA OMITTED - Refer to your Observation]")
+    assert [p["type"] for p in mcq[2]["raw_input"][5]["content"]] == ["text", "audio", "text"]
+
+    # rewards and flags as the release writes them: the episode's reward on its last step
+    assert [(r["done"], r["step_reward"], r["extra_info"]["won"]) for r in mcq] == [
+        ("False", 0.0, False), ("False", 0.0, False), ("True", 1.0, True)
+    ]  # fmt: skip
+    assert all(r["episode_reward"] == 1.0 for r in mcq)
+    info = mcq[0]["extra_info"]
+    assert info["video"] == "videos/Src/v.mp4" and info["question_type"] == "MCQ_Holmes"
+    assert info["options"] == ["A. a cat", "B. a counter"] and info["answer"] == "B"
+    assert info["has_audio"] is True and abs(info["duration_seconds"] - 8.0) < 0.3
+    assert info["fps"] == 5.0 and info["mode"] == "native"
+    assert info["env_config"]["actual_max_frames"] == "60"
+    assert info["max_steps"] == info["env_config"]["actual_max_steps"] > 0
+    # the reply that was not JSON is an invalid action
+    tr = [r for r in rows if r["question_id"] == "tr"]
+    assert [r["extra_info"]["is_action_valid"] for r in tr] == ["False", "True"]
+    assert tr[0]["output"] == "not json" and tr[1]["done"] == "True"
