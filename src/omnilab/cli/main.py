@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve agents over HTTP (ask with uploads, streamed steps).",
     ),
     "skills": ("omnilab.cli.skills:app", "Skills for the coder agent: list, distill, refine."),
+    "export": ("omnilab.cli.export:app", "Training data from runs (SFT, RL groups, advantages)."),
 }
 """Every sub-command: name -> (``module:attr``, short help)."""
 
