@@ -245,3 +245,49 @@ def test_a_missing_run_folder_and_a_folder_as_out_are_one_line_errors(tmp_path: 
     assert str(tmp_path / "nope") in str(result.exception)
     result = invoke("export", "rl-groups", tmp_path, "--out", tmp_path)
     assert isinstance(result.exception, OmnilabError) and "is a folder" in str(result.exception)
+
+
+def test_logprobs_without_alternatives_need_the_surprisal_estimate(tmp_path: Path) -> None:
+    data = write_task(tmp_path)
+    run = tmp_path / "run"
+    # Sampled tokens of probability 1/2 and 1/4, no top_logprobs: surprisal ln2 and ln4.
+    bare = token_logprobs(("a", math.log(0.5)), ("b", math.log(0.25)))
+    with FakeOpenAIServer() as server:
+        server.push(
+            reply_text("<answer>blue</answer>", logprobs=bare),
+            reply_text("<answer>red</answer>", logprobs=bare[:1]),
+        )
+        ok(
+            "eval", "jsonl", "--data", data, "--model", f"vllm:test@{server.base_url}",
+            "--scorer", "answer_set", "--out", run, "--no-progress", "--samples", "2",
+            "--concurrency", "1", "--tools", "", "-O", 'generate={"logprobs": true}',
+        )  # fmt: skip
+    target = tmp_path / "g.jsonl"
+    result = invoke("export", "rl-groups", run, "--out", target, "--advantage", "taura")
+    assert isinstance(result.exception, OmnilabError)
+    assert "without top_logprobs" in str(result.exception)
+    assert "--entropy surprisal" in str(result.exception)
+    ok(
+        "export",
+        "rl-groups",
+        run,
+        "--out",
+        target,
+        "--advantage",
+        "taura",
+        "--entropy",
+        "surprisal",
+    )
+    rows = read_rows(target)
+    ln2 = math.log(2)
+    # H = (1.5 ln2, ln2): group mean 1.25 ln2 -> w = (1.2, 0.8); A = +-1/sqrt2.
+    assert [r["turns"][0]["entropy"] for r in rows] == pytest.approx([1.5 * ln2, ln2])
+    assert [r["turns"][0]["weight"] for r in rows] == pytest.approx([1.2, 0.8])
+    r2 = 1 / math.sqrt(2)
+    assert [r["turns"][0]["advantage"] for r in rows] == pytest.approx(
+        [1.2 * r2, -0.8 * r2], rel=1e-5
+    )
+    meta = json.loads(target.with_name("g.jsonl.meta.json").read_text(encoding="utf-8"))
+    assert (
+        meta["entropy"]["method"] == "surprisal" and "unbiased" in meta["entropy"]["approximation"]
+    )
