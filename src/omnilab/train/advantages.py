@@ -52,10 +52,11 @@ EntropyMethod = Literal["renormalized", "remainder", "surprisal"]
 
 ENTROPY_METHODS: dict[str, str] = {
     "renormalized": "top-k renormalised: the returned top-k alternatives (plus the sampled token "
-    "when it is not among them) rescaled to sum to 1, H = -sum p log p; a lower bound on a "
-    "flat tail, exact when the top-k hold all the mass",
+    "when it is not among them) rescaled to sum to 1, H = -sum p log p; exact when the top-k "
+    "hold all the mass, else a lower bound (the tail's spread is unknown)",
     "remainder": "top-k plus a remainder bucket: the top-k alternatives (plus the sampled token) "
-    "as they are, and the missing mass 1 - sum p as one more outcome, H = -sum p log p",
+    "as they are and the missing mass 1 - sum p as one more outcome, H = -sum p log p; exact "
+    "when the top-k hold all the mass, else a lower bound (the bucket hides the tail's spread)",
     "surprisal": "sampled-token surprisal: -log p of the token the model produced, an unbiased "
     "one-sample estimate of the entropy when the token was sampled from the policy at "
     "temperature 1 (needs no top_logprobs)",
