@@ -291,3 +291,22 @@ def test_logprobs_without_alternatives_need_the_surprisal_estimate(tmp_path: Pat
     assert (
         meta["entropy"]["method"] == "surprisal" and "unbiased" in meta["entropy"]["approximation"]
     )
+
+
+def test_a_role_with_no_calls_is_an_error_not_empty_turns(tmp_path: Path) -> None:
+    run = plain_run(tmp_path, {"q0": "blue"}, ["blue", "red"], samples=2)
+    result = invoke("export", "rl-groups", run, "--out", tmp_path / "g.jsonl", "--role", "policy")
+    assert isinstance(result.exception, OmnilabError)
+    assert "no model call of role 'policy' (roles: agent)" in str(result.exception)
+
+
+def test_trajectories_are_released_once_their_group_is_read(tmp_path: Path) -> None:
+    from omnilab.train.groups import GroupOptions, build_rows
+    from omnilab.train.runs import iter_records
+
+    run = plain_run(tmp_path, {"q0": "blue", "q1": "red"}, ["blue", "red", "red", "red"], 2)
+    records = list(iter_records([run]))
+    rows, summary = build_rows(records, GroupOptions())
+    assert len(rows) == 4 and summary.groups == 2
+    # Memory holds one group's trajectories at a time, not the whole run's.
+    assert all("trajectory" not in r.__dict__ for r in records)

@@ -114,7 +114,15 @@ def agent_turns(record: RunRecord, options: GroupOptions) -> list[_Turn]:
     """The answered model calls of ``options.role`` in ``record``'s trajectory, with their mean
     token entropy (``None`` and the reason when it cannot be computed)."""
     turns: list[_Turn] = []
-    for index, context in enumerate(record.trajectory.contexts()):
+    contexts = record.trajectory.contexts()
+    answered = [c for c in contexts if c.output is not None]
+    if answered and not any(c.role == options.role for c in answered):
+        seen = sorted({c.role or "none" for c in answered})
+        raise BenchError(
+            f"{record.trajectory_path} has no model call of role {options.role!r} (roles: "
+            f"{', '.join(seen)}); pass --role with the policy's role"
+        )
+    for index, context in enumerate(contexts):
         output = context.output
         if context.role != options.role or output is None:
             continue
@@ -131,6 +139,14 @@ def agent_turns(record: RunRecord, options: GroupOptions) -> list[_Turn]:
             )
             continue
         turns.append(_Turn(index, context.context_id, len(output.logprobs), entropy))
+    return turns
+
+
+def _read_turns(record: RunRecord, options: GroupOptions) -> list[_Turn]:
+    turns = agent_turns(record, options)
+    # RunRecord caches its trajectory (a cached_property): drop it once read, so memory holds
+    # the turns of one group at a time, not every trajectory of the runs.
+    record.__dict__.pop("trajectory", None)
     return turns
 
 
@@ -176,7 +192,7 @@ def _group(members: Sequence[RunRecord], options: GroupOptions) -> _GroupResult:
     else:
         assert_never(kind)
     kept = [i for i, gone in enumerate(removed) if not gone and stats.dropped is None]
-    turns = {i: agent_turns(members[i], options) for i in kept}
+    turns = {i: _read_turns(members[i], options) for i in kept}
     weights = {i: [1.0] * len(turns[i]) for i in kept}
     uniform = False
     if kind == "taura" and kept:
