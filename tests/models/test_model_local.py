@@ -159,11 +159,20 @@ def test_structured_answer_beside_tools_is_the_json_text(smollm2: Path) -> None:
         jsonschema.validate(json.loads(out.text), CITY)
 
 
-def test_logprobs_are_refused_with_one_line(smollm2: Path) -> None:
-    with pytest.raises(ModelError) as err:
-        get_model("local:smollm2").generate_sync("hi", config=GenerateConfig(logprobs=True))
-    assert err.value.kind is ErrorKind.BAD_REQUEST
-    assert "does not report token logprobs" in str(err.value)
+@pytest.mark.slow
+def test_logprobs_and_top_alternatives_when_a_call_asks(smollm2: Path) -> None:
+    model = get_model("local:smollm2")
+    config = GenerateConfig(max_tokens=6, temperature=0, top_logprobs=3)
+    out = model.generate_sync("Say hello", config=config)
+    assert out.logprobs is not None and len(out.logprobs) == out.usage.completion_tokens
+    for token in out.logprobs:
+        assert isinstance(token.logprob, float) and token.logprob <= 0.0
+        assert 1 <= len(token.top_logprobs) <= 3
+        # Greedy decoding: the sampled token is the likeliest one.
+        assert token.logprob == pytest.approx(max(t.logprob for t in token.top_logprobs))
+    bare = model.generate_sync("Say hello", config=GenerateConfig(max_tokens=4, logprobs=True))
+    assert bare.logprobs is not None and len(bare.logprobs) == bare.usage.completion_tokens
+    assert model.generate_sync("hi", config=GenerateConfig(max_tokens=4)).logprobs is None
 
 
 @pytest.mark.slow

