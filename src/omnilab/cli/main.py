@@ -48,7 +48,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("omnilab.cli.trace:trace", "Print a saved trajectory step by step."),
     "report": ("omnilab.cli.report:report", "HTML report of runs (charts, tasks, comparison)."),
     "view": ("omnilab.cli.report:view", "Render one trajectory as an HTML page."),
-    "export": ("omnilab.cli.export:app", "Training data: SFT, DPO, RL prompts and group advantages."),
+    "export": (
+        "omnilab.cli.export:app",
+        "Training data: SFT, DPO, RL prompts and group advantages.",
+    ),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
     "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),
