@@ -42,6 +42,7 @@ def task_info(task: Task) -> TaskInfo:
         options=dict(task.metadata.options) if task.metadata.options else None,
         answer_format=answer_format or None,
         duration=_duration(task),
+        category=task.metadata.category,
     )
 
 

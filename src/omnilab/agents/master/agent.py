@@ -50,6 +50,7 @@ class MasterAgent:
         config = {
             "max_rounds": self.options.max_rounds,
             "perception": self.options.perception,
+            "format_retries": self.options.format_retries,
             "generate": self.options.generate.model_dump(exclude_defaults=True),
             "agents": {a.name: [i.id for i in a.inputs] for a in agents},
             "budgets": ctx.budgets.model_dump(),

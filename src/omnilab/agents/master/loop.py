@@ -188,7 +188,12 @@ class MasterLoop:
         run.add(chat, Message(role="user", content=[*parts, Text(text=prompt)]))
         schema = InputSummary.model_json_schema()
         return await ask_json(
-            run, chat, schema, name="InputSummary", generate=self.options.generate
+            run,
+            chat,
+            schema,
+            name="InputSummary",
+            generate=self.options.generate,
+            retries=self.options.format_retries,
         )
 
     def _input_summaries(self) -> str:
@@ -234,6 +239,7 @@ class MasterLoop:
             schema,
             name="MasterReasoningStructure",
             generate=self.options.generate,
+            retries=self.options.format_retries,
             check=self._check_agents,
             turn=True,
         )
@@ -305,6 +311,7 @@ class MasterLoop:
             answers_schema(len(questions)),
             name="AgentAnswers",
             generate=self.options.generate,
+            retries=self.options.format_retries,
         )
 
     # -- 4. decision --------------------------------------------------------------------------
@@ -328,6 +335,7 @@ class MasterLoop:
             MasterDecisionStructure.model_json_schema(),
             name="MasterDecisionStructure",
             generate=self.options.generate,
+            retries=self.options.format_retries,
             turn=True,
         )
         if reply is None:

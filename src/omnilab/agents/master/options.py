@@ -19,6 +19,10 @@ class MasterOptions(BaseModel):
     decision with ``is_final`` true ends the loop earlier."""
     perception: bool = True
     """Run the perception stage (a JSON summary of each input) before the first round."""
+    format_retries: int = Field(default=1, ge=0, le=20)
+    """Extra tries a stage gets after a reply that is not valid JSON for its schema, each with
+    the problem stated; then the reply is recorded as a format error. The authors' README
+    configures ``retry_times: 10``."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call (``max_tokens`` caps each reply); each stage adds its
     own ``response_format``."""
