@@ -1,0 +1,81 @@
+"""The ``agent-omni-paper`` preset: L = 3 master loops, the README's model params (temperature 0,
+max_tokens 8192) on the wire, and its ``retry_times: 10`` as ten retries of a reply that does not
+validate (omnilab's default retries once)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from omnilab.agents import get_agent
+from omnilab.bench.protocols import get_protocol
+from omnilab.cli.main import app
+from omnilab.models.fake_server import FakeOpenAIServer, reply_text
+from omnilab.trajectory import ErrorEvent, read_trajectory
+
+runner = CliRunner()
+
+PLAN = {
+    "user_intent": "colour",
+    "agent_instructions": [{"agent_name": "text_agent", "questions": ["Which colour?"]}],
+}
+DECISION = {
+    "final_answer": "The answer is B",
+    "is_final": True,
+    "suggestions_for_next_round": ["none"],
+}
+
+
+def _eval(folder: Path, *extra: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """One MCQ item whose reasoning stage gets three replies that are not JSON before its plan;
+    the requests, the result and the format errors of the run."""
+    folder.mkdir(parents=True)
+    item = {"id": "q0", "question": "Which colour is the sky?", "options": ["A. red", "B. blue"],
+            "answer": "B"}  # fmt: skip
+    data = folder / "mcq.jsonl"
+    data.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    out = folder / "run"
+    with FakeOpenAIServer(default=reply_text(json.dumps(DECISION))) as fake:
+        fake.push(*(reply_text(f"not JSON {i}") for i in range(3)))
+        fake.push(reply_text(json.dumps(PLAN)), reply_text(json.dumps({"answers": ["blue"]})))
+        result = runner.invoke(
+            app,
+            [
+                "eval", "mcq", "--data", str(data), "--agent", "master", "--model",
+                f"vllm:pool@{fake.base_url}", "--out", str(out), "--no-cache", "--no-progress",
+                *extra,
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        bodies = [fake.body(i) for i in range(len(fake.chat_requests))]
+    (row,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    (path,) = [p for p in out.rglob("*.jsonl") if "traj" in str(p)]
+    errors = [
+        e.message
+        for e in read_trajectory(path).events
+        if isinstance(e, ErrorEvent) and e.error_kind == "format"
+    ]
+    return bodies, row, errors
+
+
+def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
+    preset = get_protocol("agent-omni-paper")
+    assert "huawei-lin/Agent-Omni" in preset.source and preset.agent == "master" and preset.gaps
+    options = get_agent("master", **preset.agent_options).options  # type: ignore[attr-defined]
+    assert (options.max_rounds, options.format_retries) == (3, 10)
+    assert preset.scorer == "mcq" and any(g.finding == "model pool" for g in preset.gaps)
+
+
+def test_sampling_and_retries_on_the_wire(tmp_path: Path) -> None:
+    bodies, row, errors = _eval(tmp_path / "preset", "--protocol", "agent-omni-paper")
+    # reasoning: 3 bad replies and the plan (4 calls), the text agent, the decision
+    assert len(bodies) == 6 and not errors and row["score"]["correct"] is True
+    assert all((b["temperature"], b["max_tokens"]) == (0.0, 8192) for b in bodies)
+    assert "response_format" in bodies[0]
+    # omnilab's default: one retry, then the reasoning reply is a format error
+    bodies, row, errors = _eval(tmp_path / "default", "--protocol", "agent-omni-paper", "-O",
+                                "format_retries=1")  # fmt: skip
+    assert errors and "MasterReasoningStructure" in errors[0] and "after 2 attempts" in errors[0]
