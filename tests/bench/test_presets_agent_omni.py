@@ -1,6 +1,7 @@
 """The ``agent-omni-paper`` preset: L = 3 master loops, the README's model params (temperature 0,
 max_tokens 8192) on the wire, and its ``retry_times: 10`` as ten retries of a reply that does not
-validate (omnilab's default retries once)."""
+validate (omnilab's default retries once); ``agent-omni-code-x``: the Code-X paper's run of it
+(two rounds, max_tokens 4096, OmniGAIA's reference judge rules)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from omnilab.agents import get_agent
 from omnilab.bench.protocols import get_protocol
+from omnilab.bench.scoring.judging import REFERENCE_RULES
 from omnilab.cli.main import app
 from omnilab.models.fake_server import FakeOpenAIServer, reply_text
 from omnilab.trajectory import ErrorEvent, read_trajectory
@@ -79,3 +81,46 @@ def test_sampling_and_retries_on_the_wire(tmp_path: Path) -> None:
     bodies, row, errors = _eval(tmp_path / "default", "--protocol", "agent-omni-paper", "-O",
                                 "format_retries=1")  # fmt: skip
     assert errors and "MasterReasoningStructure" in errors[0] and "after 2 attempts" in errors[0]
+
+
+def test_the_code_x_run_of_agent_omni_loads() -> None:
+    preset = get_protocol("agent-omni-code-x")
+    assert "Code-X paper Appendix H.3.1" in preset.source and preset.datasets == ["omnigaia"]
+    options = get_agent("master", **preset.agent_options).options  # type: ignore[attr-defined]
+    assert (options.max_rounds, options.format_retries) == (2, 10)
+    assert preset.scoring_rules == REFERENCE_RULES and preset.gaps
+
+
+def _rounds(folder: Path, preset: str) -> list[dict[str, Any]]:
+    """An MCQ item whose every decision asks for another round; the requests."""
+    folder.mkdir(parents=True)
+    item = {
+        "id": "q0",
+        "question": "Which colour?",
+        "options": ["A. red", "B. blue"],
+        "answer": "B",
+    }
+    data = folder / "mcq.jsonl"
+    data.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    again = {**DECISION, "is_final": False}
+    with FakeOpenAIServer(default=reply_text(json.dumps(again))) as fake:
+        for _ in range(3):
+            fake.push(reply_text(json.dumps(PLAN)), reply_text(json.dumps({"answers": ["blue"]})))
+            fake.push(reply_text(json.dumps(again)))
+        result = runner.invoke(
+            app,
+            [
+                "eval", "mcq", "--data", str(data), "--model", f"vllm:pool@{fake.base_url}",
+                "--scorer", "mcq", "--out", str(folder / "run"), "--no-cache", "--no-progress",
+                "--protocol", preset,
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return [fake.body(i) for i in range(len(fake.chat_requests))]
+
+
+def test_rounds_and_tokens_of_both_presets_on_the_wire(tmp_path: Path) -> None:
+    paper = _rounds(tmp_path / "paper", "agent-omni-paper")
+    assert len(paper) == 9 and {b["max_tokens"] for b in paper} == {8192}  # L = 3
+    code_x = _rounds(tmp_path / "code-x", "agent-omni-code-x")
+    assert len(code_x) == 6 and {b["max_tokens"] for b in code_x} == {4096}  # two rounds
