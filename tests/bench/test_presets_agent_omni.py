@@ -9,12 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
-from omnilab.agents import get_agent
+from omnilab.agents import AgentConfigError, get_agent
 from omnilab.bench.protocols import get_protocol
 from omnilab.bench.scoring.judging import REFERENCE_RULES
 from omnilab.cli.main import app
+from omnilab.media import synth
 from omnilab.models.fake_server import FakeOpenAIServer, reply_text
 from omnilab.trajectory import ErrorEvent, read_trajectory
 
@@ -89,6 +91,11 @@ def test_the_code_x_run_of_agent_omni_loads() -> None:
     options = get_agent("master", **preset.agent_options).options  # type: ignore[attr-defined]
     assert (options.max_rounds, options.format_retries) == (2, 10)
     assert preset.scoring_rules == REFERENCE_RULES and preset.gaps
+    assert options.generate_for("video").max_tokens == 2048
+    assert options.generate_for("master").max_tokens == 4096
+    assert options.generate_for("video").temperature == 0.0  # the rest from generate
+    with pytest.raises(AgentConfigError, match="no role vision"):
+        get_agent("master", role_generate={"vision": {"max_tokens": 1}})
 
 
 def _rounds(folder: Path, preset: str) -> list[dict[str, Any]]:
@@ -124,3 +131,36 @@ def test_rounds_and_tokens_of_both_presets_on_the_wire(tmp_path: Path) -> None:
     assert len(paper) == 9 and {b["max_tokens"] for b in paper} == {8192}  # L = 3
     code_x = _rounds(tmp_path / "code-x", "agent-omni-code-x")
     assert len(code_x) == 6 and {b["max_tokens"] for b in code_x} == {4096}  # two rounds
+
+
+def test_the_video_agent_gets_its_own_sampling_on_the_wire(tmp_path: Path) -> None:
+    clip = synth.make_video(tmp_path / "v.mp4", duration=1.0, fps=4, size=(64, 48), audio=False)
+    item = {"id": "v", "question": "What is shown?", "options": ["A. a dog", "B. a counter"],
+            "answer": "B", "video": str(clip)}  # fmt: skip
+    data = tmp_path / "mcq.jsonl"
+    data.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    plan = {"user_intent": "what", "agent_instructions": [
+        {"agent_name": "video_agent", "questions": ["What is shown?"]}]}  # fmt: skip
+    with FakeOpenAIServer(default=reply_text(json.dumps(DECISION))) as fake:
+        fake.push(
+            reply_text(json.dumps({"description": "a counter"})),
+            reply_text(json.dumps(plan)),
+            reply_text(json.dumps({"answers": ["a counter"]})),
+        )
+        result = runner.invoke(
+            app,
+            [
+                "eval", "mcq", "--data", str(data), "--model", f"vllm:qwen-omni@{fake.base_url}",
+                "--scorer", "mcq", "--protocol", "agent-omni-code-x", "--out",
+                str(tmp_path / "run"), "--no-cache", "--no-progress",
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        bodies = [fake.body(i) for i in range(len(fake.chat_requests))]
+    tokens = {b["response_format"]["json_schema"]["name"]: b["max_tokens"] for b in bodies}
+    assert tokens == {
+        "InputSummary": 2048,  # the video agent's perception
+        "MasterReasoningStructure": 4096,
+        "AgentAnswers": 2048,
+        "MasterDecisionStructure": 4096,
+    }

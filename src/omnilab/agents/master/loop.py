@@ -192,7 +192,7 @@ class MasterLoop:
             chat,
             schema,
             name="InputSummary",
-            generate=self.options.generate,
+            generate=self.options.generate_for(agent.modality),
             retries=self.options.format_retries,
         )
 
@@ -238,7 +238,7 @@ class MasterLoop:
             chat,
             schema,
             name="MasterReasoningStructure",
-            generate=self.options.generate,
+            generate=self.options.generate_for("master"),
             retries=self.options.format_retries,
             check=self._check_agents,
             turn=True,
@@ -310,7 +310,7 @@ class MasterLoop:
             chat,
             answers_schema(len(questions)),
             name="AgentAnswers",
-            generate=self.options.generate,
+            generate=self.options.generate_for(agent.modality),
             retries=self.options.format_retries,
         )
 
@@ -334,7 +334,7 @@ class MasterLoop:
             chat,
             MasterDecisionStructure.model_json_schema(),
             name="MasterDecisionStructure",
-            generate=self.options.generate,
+            generate=self.options.generate_for("master"),
             retries=self.options.format_retries,
             turn=True,
         )

@@ -26,3 +26,13 @@ class MasterOptions(BaseModel):
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call (``max_tokens`` caps each reply); each stage adds its
     own ``response_format``."""
+    role_generate: dict[str, GenerateConfig] = Field(default_factory=dict)
+    """Sampling settings of one role's calls (``master``, ``text``, ``image``, ``video``,
+    ``audio``), set fields over ``generate``: ``{"video": {"max_tokens": 2048}}``."""
+
+    def generate_for(self, role: str) -> GenerateConfig:
+        """``generate`` with the fields ``role_generate[role]`` sets on top."""
+        override = self.role_generate.get(role)
+        if override is None:
+            return self.generate
+        return self.generate.model_copy(update=override.model_dump(exclude_unset=True))
