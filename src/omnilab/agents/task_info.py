@@ -31,3 +31,6 @@ class TaskInfo(BaseModel):
     benchmark's wording for :attr:`question_type` is used."""
     duration: float | None = Field(default=None, ge=0)
     """The media duration in seconds as the dataset states it (OmniAgent ``duration``)."""
+    category: str | None = None
+    """The dataset's grouping label (Omni-DeepSearch: ``video/music``); agents do not show it to
+    their model, but a scaffold's rules may depend on it (the deepsearch task-scoped budget)."""

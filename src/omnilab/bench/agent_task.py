@@ -1,7 +1,8 @@
 """A benchmark task as the agent gets it: question, inputs and the metadata it must be told.
 
-The agent sees the options, the question type, the answer format and the stated duration
-(:class:`~omnilab.agents.task_info.TaskInfo`), never the answers nor the labelled time ranges
+The agent sees the options, the question type, the answer format, the stated duration and the
+category (:class:`~omnilab.agents.task_info.TaskInfo`; the category feeds a scaffold's rules,
+such as Omni-DeepSearch's budget per task type), never the answers nor the labelled time ranges
 of a grounding task (:attr:`~omnilab.bench.task.TaskMetadata.spans` are ground truth).
 """
 
@@ -42,6 +43,7 @@ def task_info(task: Task) -> TaskInfo:
         options=dict(task.metadata.options) if task.metadata.options else None,
         answer_format=answer_format or None,
         duration=_duration(task),
+        category=task.metadata.category,
     )
 
 

@@ -113,14 +113,16 @@ def new_config(
 
     ``protocol`` names a reproduction preset (:mod:`omnilab.bench.protocols`): its agent
     options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
-    (``agent_options`` given here are merged over the preset's, key by key)."""
+    (``agent_options`` given here are merged over the preset's, key by key; the scoring rules
+    only while the scorer is the preset's)."""
     preset = get_protocol(protocol) if protocol is not None else None
     rules = None
     if preset is not None:
         agent_options = merge_options(preset.agent_options, agent_options or {})
         budgets = budgets or preset.budgets
         scorer = scorer or preset.scorer
-        rules = preset.scoring_rules
+        # The preset's rules are its scorer's: another scorer chosen on top keeps its own.
+        rules = preset.scoring_rules if scorer == preset.scorer else None
     data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")

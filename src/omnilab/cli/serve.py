@@ -42,7 +42,8 @@ def serve(
     max_upload_mb: Annotated[int, typer.Option("--max-upload-mb", min=1)] = 512,
 ) -> None:
     """Serve agents over HTTP: POST /v1/ask (multipart: question, files, stream=true for
-    server-sent events of each step), GET /v1/runs, /v1/runs/ID, /v1/runs/ID/trajectory."""
+    server-sent events of each step), GET /v1/runs, /v1/runs/ID, /v1/runs/ID/trajectory and
+    /v1/runs/ID/report/ (the run's report page)."""
     import os
 
     try:

@@ -6,6 +6,10 @@
   server-sent events: one ``event: step`` per trajectory event (its JSON), then ``event: result``;
   without it, the result as JSON once the run ends.
 - ``GET /v1/runs``, ``GET /v1/runs/{id}``, ``GET /v1/runs/{id}/trajectory`` (the JSONL file).
+- ``GET /v1/runs/{id}/report/``: the run's trajectory as a report page (:mod:`omnilab.report`:
+  each context as a conversation, frames and audio inline), built into the run folder's
+  ``report/`` when first asked for and again once the trajectory has grown; its stylesheet and
+  media are served from that folder only.
 - ``GET /v1/health``.
 
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
@@ -23,12 +27,13 @@ import hmac
 import json
 import re
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Form, HTTPException, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.errors import OmnilabError
@@ -90,6 +95,7 @@ def create_app(
             raise HTTPException(401, "missing or wrong bearer token")
 
     guard = [Depends(authorised)]
+    building = threading.Lock()  # one report build at a time; a second request waits for it
 
     @app.exception_handler(OmnilabError)
     async def user_error(request: Request, exc: OmnilabError) -> JSONResponse:
@@ -209,6 +215,7 @@ def create_app(
             "status": traj.status,
             "answer": traj.answer,
             "events": len(traj.events),
+            "report": f"/v1/runs/{run_id}/report/",
         }
 
     @app.get("/v1/runs/{run_id}/trajectory", dependencies=guard)
@@ -216,4 +223,42 @@ def create_app(
         path = _run_folder(run_id) / "trajectory.jsonl"
         return FileResponse(path, media_type="application/jsonl")
 
+    @app.get("/v1/runs/{run_id}/report", dependencies=guard)
+    async def report_root(run_id: str) -> RedirectResponse:
+        _run_folder(run_id)
+        # The page links its stylesheet and media relative to its folder.
+        return RedirectResponse(f"/v1/runs/{run_id}/report/", status_code=307)
+
+    @app.get("/v1/runs/{run_id}/report/{name:path}", dependencies=guard)
+    async def report(run_id: str, name: str) -> FileResponse:
+        folder = _run_folder(run_id)
+        out = folder / _REPORT
+        page = await asyncio.to_thread(_report_page, folder / "trajectory.jsonl", out, building)
+        if name in ("", "index.html"):
+            return FileResponse(page, media_type="text/html")
+        path = (out / name).resolve()
+        if not path.is_relative_to(out.resolve()) or not path.is_file():
+            raise HTTPException(404, f"no report file {name}")
+        return FileResponse(path)
+
     return app
+
+
+_REPORT = "report"
+_STAMP = ".built-from"
+
+
+def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
+    """The report page of ``trajectory`` in ``out``, rebuilt when the trajectory changed since."""
+    from omnilab.report import write_trajectory_page
+
+    with lock:
+        stat = trajectory.stat()
+        stamp = f"{stat.st_size} {stat.st_mtime_ns}"
+        page = out / f"{trajectory.stem}.html"
+        marker = out / _STAMP
+        if page.is_file() and marker.is_file() and marker.read_text("utf-8") == stamp:
+            return page
+        built = write_trajectory_page(trajectory, out)
+        marker.write_text(stamp, encoding="utf-8")
+        return built

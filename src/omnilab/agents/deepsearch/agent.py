@@ -3,7 +3,10 @@
 The model hears the audio clip(s) (natively when it takes audio, else as a transcript with
 audio events from :mod:`omnilab.perception`), reads the question, then searches text, images
 and videos, one tool call per turn with one query each, under a search budget per tool
-(Table 3: (10, 3) by default: 10 text and 10 image searches, 3 video searches). A call past
+(Table 3: (10, 3) by default: 10 text and 10 image searches, 3 video searches; with
+``budget_scope="task"`` one budget shared by every search tool, 10 for a text or image-text task
+and 3 for a video task, the reading of Table 3's "maximum retries for text/image-text search
+tasks and video search tasks"). A call past
 a budget is refused with ``TOOL_BUDGET``; the search that spends a budget says so; when every
 budget is spent, or the turns run out, the model is asked once more for its final answer with
 tools disabled. The answer is the last ``<answer>...</answer>``.
@@ -27,8 +30,8 @@ from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.templates import render
 from omnilab.agents.views import Mode, check_mode, first_message_parts
 from omnilab.inputs import InputSet
-from omnilab.models.types import GenerateConfig, Message
-from omnilab.tools.base import Tool
+from omnilab.models.types import GenerateConfig, Message, ToolCall
+from omnilab.tools.base import Tool, ToolResult
 from omnilab.tools.mediasearch import MediaSearch
 from omnilab.tools.web.errors import WebError
 from omnilab.trajectory import RunStatus, Trajectory
@@ -36,6 +39,9 @@ from omnilab.trajectory import RunStatus, Trajectory
 __all__ = ["DeepSearchAgent", "DeepSearchOptions"]
 
 AudioMode = Literal["auto", "native", "transcript"]
+BudgetScope = Literal["tool", "task"]
+_SHARED = "search tools"
+"""How the task-scoped budget is named in notices and in the closing budget note."""
 
 
 class DeepSearchOptions(BaseModel):
@@ -46,6 +52,10 @@ class DeepSearchOptions(BaseModel):
     budget: tuple[int, int] = (10, 3)
     """Search budget (text and image searches each, video searches), Table 3: (5,1), (10,3),
     (15,5)."""
+    budget_scope: BudgetScope = "tool"
+    """tool: each search tool has its own budget (text and image: the first number, video: the
+    second); task: one budget shared by all search tools, the first number for text and
+    image-text tasks, the second for video tasks (the task's category ``video/...``)."""
     search: str = "local"
     """Search provider: local, serper, brave, searxng, tavily (text and image only)."""
     index_dir: Path | None = None
@@ -95,6 +105,14 @@ class DeepSearchAgent:
         text, video = self.options.budget
         return {"text_search": text, "image_search_by_text_query": text, "video_search": video}
 
+    def task_budget(self, task: AgentTask) -> int | None:
+        """The search budget shared by every tool (``budget_scope="task"``), else ``None``."""
+        if self.options.budget_scope != "task":
+            return None
+        text, video = self.options.budget
+        category = (task.metadata.category or "").strip().lower()
+        return video if category.split("/", 1)[0] == "video" else text
+
     def _searcher(self) -> MediaSearch:
         opts = self.options
         extra: dict[str, Any] = {}
@@ -118,19 +136,37 @@ class DeepSearchAgent:
         mode: Mode = "native" if hears else "evidence"
         check_mode(mode, inputs, caps, ctx.model.name)
         searcher = self._searcher()
-        limits = self.limits()
+        shared = self.task_budget(task)
+        limits = self.limits() if shared is None else dict.fromkeys(self.limits(), shared)
+        queries = query_rule(opts.max_queries)
+
+        def check(call: ToolCall) -> ToolResult | None:
+            refused = queries(call)
+            spent = shared is not None and call.name in limits and _used(run, limits) >= shared
+            if refused is None and spent:
+                return ToolResult.fail(
+                    "TOOL_BUDGET",
+                    f"this task allows {shared} searches over all search tools and they are "
+                    "spent; give your final answer",
+                )
+            return refused
+
         run = AgentRun(
             task,
             ctx,
             agent=self.name,
             tool_budgets=limits,
             calls_per_turn=1,
-            check_call=query_rule(opts.max_queries),
+            check_call=check,
             max_observation_chars=opts.max_observation_chars,
         )
 
         def notice(tool: str) -> str | None:
             # The gate counted this call before it ran: at the limit, this was the last one.
+            if shared is not None:
+                if _used(run, limits) >= shared:
+                    return render("deepsearch_budget_notice", tool=_SHARED, limit=shared)
+                return None
             if run.gate.uses.get(tool, 0) >= limits[tool]:
                 return render("deepsearch_budget_notice", tool=tool, limit=limits[tool])
             return None
@@ -147,6 +183,8 @@ class DeepSearchAgent:
             tools = [t for t in tools if t.name in wanted]
         config = {
             "budget": list(opts.budget),
+            "budget_scope": opts.budget_scope,
+            "task_budget": shared,
             "tool_budgets": limits,
             "search": searcher.name,
             "top_k": opts.top_k,
@@ -157,8 +195,13 @@ class DeepSearchAgent:
             "system_prompt": "deepsearch_inference",
             "generate": opts.generate.model_dump(exclude_defaults=True),
         }
-        loop = _Loop(run, opts, inputs, mode, tools, limits)
+        loop = _Loop(run, opts, inputs, mode, tools, limits, shared)
         return await run.execute(loop.run, config=config)
+
+
+def _used(run: AgentRun, limits: dict[str, int]) -> int:
+    """Searches run so far over every search tool."""
+    return sum(run.gate.uses.get(name, 0) for name in limits)
 
 
 class _Loop:
@@ -170,6 +213,7 @@ class _Loop:
         mode: Mode,
         tools: list[Tool],
         limits: dict[str, int],
+        shared: int | None = None,
     ) -> None:
         self.run_ = run
         self.options = options
@@ -178,12 +222,18 @@ class _Loop:
         self.tools = tools
         self.by_name = {t.name: t for t in tools}
         self.limits = limits
+        self.shared = shared
+        """The budget shared by every search tool (``budget_scope="task"``), else ``None``."""
         self.refused = 0
         """Calls refused because their tool's budget was spent."""
 
     def left(self) -> dict[str, int]:
         uses = self.run_.gate.uses
-        return {n: max(0, self.limits[n] - uses.get(n, 0)) for n in self.by_name}
+        left = {n: max(0, self.limits[n] - uses.get(n, 0)) for n in self.by_name}
+        if self.shared is not None:
+            pool = max(0, self.shared - _used(self.run_, self.limits))
+            left = {n: min(v, pool) for n, v in left.items()}
+        return left
 
     def _record_budget(self) -> None:
         left = self.left()
@@ -196,6 +246,7 @@ class _Loop:
             limits={n: self.limits[n] for n in self.by_name},
             exhausted=spent,
             refused=self.refused,
+            shared=self.shared,
         )
 
     async def run(self) -> RunStatus:

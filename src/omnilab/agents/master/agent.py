@@ -36,6 +36,12 @@ class MasterAgent:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "options"
             raise AgentConfigError(f"bad master option {where}: {first['msg']}") from None
+        unknown = sorted(set(self.options.role_generate) - set(ROLES))
+        if unknown:
+            raise AgentConfigError(
+                f"bad master option role_generate: no role {', '.join(unknown)} "
+                f"(roles: {', '.join(ROLES)})"
+            )
 
     async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
         """Answer ``task``; every stage is written to ``ctx.trajectory`` as it happens.
@@ -50,7 +56,12 @@ class MasterAgent:
         config = {
             "max_rounds": self.options.max_rounds,
             "perception": self.options.perception,
+            "format_retries": self.options.format_retries,
             "generate": self.options.generate.model_dump(exclude_defaults=True),
+            "role_generate": {
+                role: config.model_dump(exclude_unset=True)
+                for role, config in self.options.role_generate.items()
+            },
             "agents": {a.name: [i.id for i in a.inputs] for a in agents},
             "budgets": ctx.budgets.model_dump(),
         }

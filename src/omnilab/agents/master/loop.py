@@ -188,7 +188,12 @@ class MasterLoop:
         run.add(chat, Message(role="user", content=[*parts, Text(text=prompt)]))
         schema = InputSummary.model_json_schema()
         return await ask_json(
-            run, chat, schema, name="InputSummary", generate=self.options.generate
+            run,
+            chat,
+            schema,
+            name="InputSummary",
+            generate=self.options.generate_for(agent.modality),
+            retries=self.options.format_retries,
         )
 
     def _input_summaries(self) -> str:
@@ -233,7 +238,8 @@ class MasterLoop:
             chat,
             schema,
             name="MasterReasoningStructure",
-            generate=self.options.generate,
+            generate=self.options.generate_for("master"),
+            retries=self.options.format_retries,
             check=self._check_agents,
             turn=True,
         )
@@ -304,7 +310,8 @@ class MasterLoop:
             chat,
             answers_schema(len(questions)),
             name="AgentAnswers",
-            generate=self.options.generate,
+            generate=self.options.generate_for(agent.modality),
+            retries=self.options.format_retries,
         )
 
     # -- 4. decision --------------------------------------------------------------------------
@@ -327,7 +334,8 @@ class MasterLoop:
             chat,
             MasterDecisionStructure.model_json_schema(),
             name="MasterDecisionStructure",
-            generate=self.options.generate,
+            generate=self.options.generate_for("master"),
+            retries=self.options.format_retries,
             turn=True,
         )
         if reply is None:

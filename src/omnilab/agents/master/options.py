@@ -19,6 +19,20 @@ class MasterOptions(BaseModel):
     decision with ``is_final`` true ends the loop earlier."""
     perception: bool = True
     """Run the perception stage (a JSON summary of each input) before the first round."""
+    format_retries: int = Field(default=1, ge=0, le=20)
+    """Extra tries a stage gets after a reply that is not valid JSON for its schema, each with
+    the problem stated; then the reply is recorded as a format error. The authors' README
+    configures ``retry_times: 10``."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call (``max_tokens`` caps each reply); each stage adds its
     own ``response_format``."""
+    role_generate: dict[str, GenerateConfig] = Field(default_factory=dict)
+    """Sampling settings of one role's calls (``master``, ``text``, ``image``, ``video``,
+    ``audio``), set fields over ``generate``: ``{"video": {"max_tokens": 2048}}``."""
+
+    def generate_for(self, role: str) -> GenerateConfig:
+        """``generate`` with the fields ``role_generate[role]`` sets on top."""
+        override = self.role_generate.get(role)
+        if override is None:
+            return self.generate
+        return self.generate.model_copy(update=override.model_dump(exclude_unset=True))

@@ -1,10 +1,10 @@
-"""One structured call of the master agent: a reply as JSON matching a schema, retried once.
+"""One structured call of the master agent: a reply as JSON matching a schema, retried.
 
 The call asks for the schema through ``GenerateConfig.response_format`` (a server that can
 constrains decoding to it, the local model compiles it to a grammar, other models get it in the
 prompt). A reply that is not JSON matching the schema, or that a stage's own check refuses (an
-agent name not in the pool), gets one more chance with the problem stated
-(``prompts/master_format_retry.txt``); a second bad reply is recorded as an ``ErrorEvent`` of
+agent name not in the pool), gets ``retries`` more chances (one by default) with the problem stated
+(``prompts/master_format_retry.txt``); a last bad reply is recorded as an ``ErrorEvent`` of
 kind ``format`` and the caller goes on without it.
 """
 
@@ -62,6 +62,7 @@ async def ask_json(
     generate: GenerateConfig,
     check: Check | None = None,
     turn: bool = False,
+    retries: int = 1,
 ) -> Reply | None:
     """Call ``context``'s role for JSON matching ``schema`` (see the module docstring);
     ``None`` when the time budget ran out."""
@@ -69,8 +70,9 @@ async def ask_json(
     config = generate.model_copy(update={"response_format": fmt})
     problem: str | None = None
     text = ""
-    for attempt in (1, 2):
-        if attempt == 2:
+    attempts = 1 + max(0, retries)
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
             run.add(context, Message.user(render("master_format_retry", problem=problem)))
         output = await run.call(context.role, context, config=config, turn=turn)
         if output is None:
@@ -82,9 +84,12 @@ async def ask_json(
     run.emit(
         ErrorEvent(
             error_kind="format",
-            message=f"{name} reply of {context.role} did not validate after a retry: {problem}",
+            message=(
+                f"{name} reply of {context.role} did not validate after {attempts} attempts: "
+                f"{problem}"
+            ),
             details={"schema": name, "reply": text[:2000]},
             context_id=context.id,
         )
     )
-    return Reply(None, text, problem, attempts=2)
+    return Reply(None, text, problem, attempts=attempts)

@@ -6,7 +6,10 @@ scaled with the video's duration. The values below are the authors' released def
 (HarryHsing/OmniAgent ``demo/omniagent_inference.py``: ``max_steps=32``, ``max_frames_len=60``,
 ``max_audio_len=300``, ``max_clip_len=60``, ``MIN_MAX_STEPS=5``), which are also the upper ends
 of the B.3 grids (frames 30-60, clips 30-60 s, audio 150-300 s). How K grows with duration is
-not printed anywhere; :func:`turn_limit` is our choice, written down in docs/agents-ota.md.
+not printed in the paper; :func:`turn_limit` is our choice, written down in docs/agents-ota.md.
+The authors' README ("Test-Time Scaling") prints theirs, ``min(MIN_MAX_STEPS + int(duration /
+max_clip_len), MAX_STEPS)``: ``seconds_per_step=60, step_rounding="floor"`` reproduces it (the
+``omniagent-paper`` preset sets both).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab.models.types import GenerateConfig
 
-__all__ = ["OtaOptions", "X264Preset", "turn_limit"]
+__all__ = ["OtaOptions", "StepRounding", "X264Preset", "turn_limit"]
+
+StepRounding = Literal["ceil", "floor"]
 
 X264Preset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
@@ -39,6 +44,9 @@ class OtaOptions(BaseModel):
     """Scale K with the video's duration (Sec. 4); off: K = max_steps."""
     seconds_per_step: float = Field(default=240.0, gt=0)
     """With dynamic_steps, one more turn per this many seconds of video above min_steps."""
+    step_rounding: StepRounding = "ceil"
+    """How duration / seconds_per_step becomes whole turns: ceil (a started block earns a turn)
+    or floor (the authors' ``int(duration / max_clip_len)``)."""
     max_frames_len: int = Field(default=60, ge=1, le=256)
     """Most frames one get_frames may ask for."""
     max_audio_len: float = Field(default=300.0, gt=0)
@@ -70,11 +78,14 @@ class OtaOptions(BaseModel):
 
 def turn_limit(options: OtaOptions, duration: float | None, max_turns: int) -> int:
     """K for a video of ``duration`` seconds: ``min_steps + ceil(duration / seconds_per_step)``
-    clamped to ``[min_steps, max_steps]`` (``max_steps`` without dynamic steps or a duration),
+    (``floor`` with ``step_rounding="floor"``) clamped to ``[min_steps, max_steps]`` (``max_steps`` without dynamic steps or a duration),
     and never above the run's ``max_turns`` budget."""
     k = options.max_steps
     if options.dynamic_steps and duration is not None:
         low = min(options.min_steps, options.max_steps)
-        grown = low + math.ceil(duration / options.seconds_per_step)
+        blocks = duration / options.seconds_per_step
+        grown = low + (
+            math.floor(blocks) if options.step_rounding == "floor" else math.ceil(blocks)
+        )
         k = max(low, min(options.max_steps, grown))
     return max(1, min(k, max_turns))
