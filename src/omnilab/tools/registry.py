@@ -68,6 +68,9 @@ class ToolEnv:
     """Other models by role, bound to the run (``perception`` answers audio_qa/vision_qa)."""
     budgets: Mapping[str, Any] = field(default_factory=dict)
     """The run's budgets (``Budgets.model_dump()``), for tools that pace themselves."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Options of tool families for this run, by family: ``read`` (the read_* tools, a
+    :class:`~omnilab.tools.perception.ReadOptions` or its fields)."""
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -127,11 +130,14 @@ def _code_executor(env: ToolEnv) -> Tool:
 
 def _read(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
+        from omnilab.tools._read_options import ReadOptions
         from omnilab.tools.perception import active_perception_tools
 
         def make() -> list[Tool]:
+            given = env.options.get("read")
+            options = given if isinstance(given, ReadOptions) else ReadOptions(**(given or {}))
             return active_perception_tools(
-                env.inputs, capabilities=env.capabilities, workspace=env.workspace
+                env.inputs, capabilities=env.capabilities, workspace=env.workspace, options=options
             )
 
         return _pick(env.shared("read", make), name)
