@@ -18,7 +18,7 @@ reproduction presets set the OmniGAIA authors' behaviour (``bench/protocols/*.to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +53,9 @@ class Delivery(BaseModel):
     ``video`` (the whole video with its sound, as a video part or as frames)."""
     sheet_frames: int = Field(default=16, ge=1, le=64)
     """Frames on a ``sheet`` start view's contact sheet."""
-    start_image_edge: int | None = Field(default=768, ge=16)
-    """Images in ``active`` mode's start view are shrunk to this edge; ``None``: full size."""
+    start_image_edge: Annotated[int, Field(ge=16)] | Literal["full"] = 768
+    """Images in ``active`` mode's start view are shrunk to this edge, or sent at ``full``
+    size (the reference)."""
     start_audio_s: float = Field(default=300.0, gt=0)
     """Audio in ``active`` mode's start view is cut here, in seconds (reference: 15 minutes;
     with ``start_view = "video"`` it also caps each video's soundtrack)."""

@@ -211,7 +211,7 @@ def _start_view(
         note = f"[{f.id}: contact sheet of {d.sheet_frames} frames; use read_video for detail]"
         return [Text(text=note), Image(path=out)]
     if f.kind == "image" and caps.image:
-        if d.start_image_edge is None:
+        if d.start_image_edge == "full":
             return [Text(text=f"[{f.id}]"), Image(path=f.path)]
         views.mkdir(parents=True, exist_ok=True)
         out = views / f"{f.id}.jpg"
