@@ -216,5 +216,5 @@ def test_start_view_audio_cut_follows_the_option(
 def test_bad_delivery_option_is_a_clear_error() -> None:
     from omnilab.agents.base import AgentConfigError
 
-    with pytest.raises(AgentConfigError, match="delivery.start_view"):
+    with pytest.raises(AgentConfigError, match=r"delivery\.start_view"):
         get_agent("tir", delivery={"start_view": "movie"})
