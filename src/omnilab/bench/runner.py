@@ -62,6 +62,7 @@ from omnilab.bench.run_dir import (
 from omnilab.bench.scoring import Scorer
 from omnilab.config import get_settings
 from omnilab.models import Model, get_model, lift_concurrency
+from omnilab.tools.search_choice import check_search
 
 __all__ = [
     "DEAD_ENDPOINT_FAILURES",
@@ -104,6 +105,7 @@ def new_config(
     cache: bool = True,
     protocol: str | None = None,
     preview: bool = False,
+    search: str | None = None,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
@@ -113,7 +115,8 @@ def new_config(
 
     ``protocol`` names a reproduction preset (:mod:`omnilab.bench.protocols`): its agent
     options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
-    (``agent_options`` given here are merged over the preset's, key by key)."""
+    (``agent_options`` given here are merged over the preset's, key by key). ``search`` picks
+    the web search provider for the run (``None``: the setting ``web.search_provider``)."""
     preset = get_protocol(protocol) if protocol is not None else None
     rules = None
     if preset is not None:
@@ -147,6 +150,7 @@ def new_config(
         cache=cache,
         protocol=protocol,
         scoring_rules=rules,
+        search=check_search(search) if search is not None else None,
     )
 
 
@@ -198,6 +202,7 @@ def build_executor(
         tools=config.tools,
         budgets=config.budgets,
         timeout_s=config.task_timeout_s,
+        search=config.search,
     )
 
 

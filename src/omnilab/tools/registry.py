@@ -109,10 +109,12 @@ def _pick(tools: Sequence[Tool], name: str) -> Tool:
 
 def _web(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
+        from omnilab.tools.search_choice import chosen_search
         from omnilab.tools.web import web_tools
 
         # One pair per run, sharing one index, so corpus:// ids found by search open in the browser.
-        return _pick(env.shared("web", web_tools), name)
+        provider = chosen_search()  # the run's --search, else web.search_provider
+        return _pick(env.shared("web", lambda: web_tools(provider)), name)
 
     return build
 
