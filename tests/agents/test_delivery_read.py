@@ -114,3 +114,27 @@ def test_audio_only_read_audio_refuses_a_video(
     assert "audio_1" in tool["content"] and "error" in tool["content"].lower()
     tool, media, _ = read_round(tmp_path, [video, audio_file], call, mode="active")
     assert any("the video's audio track" in p.get("text", "") for p in media)
+
+
+def test_media_sit_inside_the_tool_message_when_the_server_accepts_it(
+    tmp_path: Path, video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.config import get_settings
+
+    call = ("read_video", {"video_id": "video_1", "t_start": 0, "t_end": 2})
+    options = preset_options("omniatlas-paper")
+    tool, media, _ = read_round(tmp_path / "a", [video], call, **options)
+    assert isinstance(tool["content"], str) and any(p["type"] == "image_url" for p in media)
+    monkeypatch.setenv("OMNILAB_MODELS__CAPABILITIES", '{"*gemini*": {"tool_media": true}}')
+    get_settings.cache_clear()
+    tool, media, _ = read_round(tmp_path / "b", [video], call, **options)
+    assert media == []  # no user turn after the tool message
+    parts = tool["content"]
+    images = [i for i, p in enumerate(parts) if p["type"] == "image_url"]
+    assert len(images) == 5 and kinds_of(parts).count("input_audio") == 1  # 2 fps over 2 s
+    assert all(parts[i - 1]["text"].startswith("t=") for i in images)
+    assert parts[0]["text"].startswith("video_1 from 0.0 s to 2.0 s")
+
+
+def kinds_of(parts: list[dict[str, Any]]) -> list[str]:
+    return [p["type"] for p in parts]

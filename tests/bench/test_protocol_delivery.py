@@ -12,6 +12,7 @@ import pytest
 from test_protocols import omnigaia_file
 from typer.testing import CliRunner
 
+from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import RunDir
 from omnilab.cli.main import app
 from omnilab.config import get_settings
@@ -108,6 +109,9 @@ def test_resume_keeps_the_runs_search(tmp_path: Path, recording: type[Recording]
     resumed = runner.invoke(app, args)
     assert resumed.exit_code == 0, resumed.output
     assert RunDir(tmp_path / "run").read_config().search == "recording"
+    refused = runner.invoke(app, [*args, "--search", "local"])
+    assert isinstance(refused.exception, BenchError)
+    assert "search: recording (stored) vs local (now)" in str(refused.exception)
 
 
 @pytest.mark.parametrize("command", ["eval", "ask"])
