@@ -168,3 +168,11 @@ def test_ask_search_routes_web_search(tmp_path: Path, recording: type[Recording]
     assert result.exit_code == 0, result.output
     assert recording.queries == ["eiffel tower"]
     assert "web search: recording (--search)" in result.output
+
+
+def test_protocols_command_shows_the_references_search() -> None:
+    shown = runner.invoke(app, ["protocols", "omnigaia-paper"])
+    assert shown.exit_code == 0, shown.output
+    assert "search = serper (pass --search serper)" in shown.output
+    assert "not reproduced yet web search" not in shown.output
+    assert "agent_options.delivery.frames_fps = 2" in shown.output
