@@ -176,3 +176,21 @@ def test_protocols_command_shows_the_references_search() -> None:
     assert "search = serper (pass --search serper)" in shown.output
     assert "not reproduced yet web search" not in shown.output
     assert "agent_options.delivery.frames_fps = 2" in shown.output
+
+
+def test_api_ask_takes_search(tmp_path: Path, recording: type[Recording]) -> None:
+    import omnilab
+
+    image = synth.make_image(tmp_path / "pic.png", size=(32, 32))
+    model = script(tmp_path, *SEARCH_THEN_ANSWER)
+    result = omnilab.ask(
+        [image],
+        "Where?",
+        model=f"scripted:{model}",
+        tools=["web_search"],
+        search="recording",
+        run_dir=tmp_path / "api",
+    )
+    assert result.answer == "hi" and recording.queries == ["eiffel tower"]
+    with pytest.raises(OmnilabError, match="unknown search provider 'bingo'"):
+        omnilab.ask([image], "Where?", model=f"scripted:{model}", search="bingo")

@@ -149,18 +149,13 @@ def run_ask(
     question: str,
     *,
     console: Console | None,
-    search: str | None = None,
     **options: Any,
 ) -> AskResult:
-    """Run :func:`omnilab.api.ask_async` with a live view on ``console`` (none: quiet);
-    ``search`` picks the web search provider (``None``: ``web.search_provider``)."""
+    """Run :func:`omnilab.api.ask_async` with a live view on ``console`` (none: quiet)."""
     import asyncio
 
-    from omnilab.tools.search_choice import use_search
-
     view = LiveView(console) if console is not None else None
-    with use_search(search):  # the run's task copies this context
-        return asyncio.run(ask_async(files, question, on_event=view, **options))
+    return asyncio.run(ask_async(files, question, on_event=view, **options))
 
 
 def _split(args: list[str]) -> tuple[list[Path], str]:
