@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import RunDir
+from omnilab.bench.runner import new_config
 from omnilab.cli.main import app
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
@@ -194,3 +195,20 @@ def test_api_ask_takes_search(tmp_path: Path, recording: type[Recording]) -> Non
     assert result.answer == "hi" and recording.queries == ["eiffel tower"]
     with pytest.raises(OmnilabError, match="unknown search provider 'bingo'"):
         omnilab.ask([image], "Where?", model=f"scripted:{model}", search="bingo")
+
+
+def test_search_reaches_an_agent_with_its_own_search_option(tmp_path: Path) -> None:
+    data = omnigaia_file(tmp_path, n=1)
+    config = new_config(
+        "omnigaia", data, agent="deepsearch", model="scripted:x", search="serper",
+        scorer="answer_set",
+    )  # fmt: skip
+    assert config.agent_options["search"] == "serper" and config.search == "serper"
+    kept = new_config(
+        "omnigaia", data, agent="deepsearch", model="scripted:x", search="serper",
+        agent_options={"search": "local"}, scorer="answer_set",
+    )  # fmt: skip
+    assert kept.agent_options["search"] == "local"
+    tir = new_config("omnigaia", data, agent="tir", model="scripted:x", search="serper",
+                     scorer="answer_set")  # fmt: skip
+    assert "search" not in tir.agent_options

@@ -124,6 +124,9 @@ def new_config(
         budgets = budgets or preset.budgets
         scorer = scorer or preset.scorer
         rules = preset.scoring_rules
+    if search is not None:
+        check_search(search)
+        agent_options = _with_search(agent, agent_options or {}, search)
     data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
@@ -150,8 +153,18 @@ def new_config(
         cache=cache,
         protocol=protocol,
         scoring_rules=rules,
-        search=check_search(search) if search is not None else None,
+        search=search,
     )
+
+
+def _with_search(agent: str, options: Mapping[str, Any], search: str) -> Mapping[str, Any]:
+    """``options`` with ``search`` for an agent that picks its own provider with an option of
+    that name (deepsearch), unless the options already set it."""
+    from omnilab.agents.registry import describe_agent
+
+    if "search" in options or "search" not in {o.name for o in describe_agent(agent).options}:
+        return options
+    return {**options, "search": search}
 
 
 @dataclass
