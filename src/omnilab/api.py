@@ -32,6 +32,7 @@ from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.types import GenerateConfig
 from omnilab.tools.base import Tool
+from omnilab.tools.search_choice import check_search, use_search
 from omnilab.trajectory import RunStatus, Trajectory, TrajectoryWriter
 
 __all__ = ["AskResult", "ask", "ask_async", "new_run_dir"]
@@ -104,6 +105,7 @@ async def ask_async(
     max_observation_chars: int | None = None,
     run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
+    search: str | None = None,
 ) -> AskResult:
     """Ask ``question`` about ``files`` with agent ``agent`` and return the answer with its
     trajectory.
@@ -115,7 +117,9 @@ async def ask_async(
     ``mode``, ``variant``, ``generate`` and ``max_observation_chars`` are shortcuts for the
     options of that name (the ``tir`` agent has them). ``tools`` are the tools to
     offer: names, ``module:attr`` or :class:`~omnilab.tools.Tool` objects (default: the agent's set); ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
-    ``on_event`` sees every event as it is written (live views).
+    ``on_event`` sees every event as it is written (live views). ``search`` picks the provider
+    of ``web_search`` (``serper``, ``brave``, ``tavily``, ``searxng``, ``local``; default the
+    setting ``web.search_provider``).
 
     Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing file,
     an unknown model, agent, option or tool; failures during the run end it with status
@@ -123,6 +127,8 @@ async def ask_async(
     """
     if not question.strip():
         raise OmnilabError("the question is empty: say what you want to know about the files")
+    if search is not None:
+        check_search(search)
     inputs = InputSet.from_paths(list(files))
     options = _options(
         agent_options,
@@ -160,7 +166,8 @@ async def ask_async(
             on_event=on_event,
         )
         try:
-            trajectory = await runner.run(task, ctx)
+            with use_search(search):
+                trajectory = await runner.run(task, ctx)
         except AgentConfigError:
             # Refused before its first event: a folder holding an empty trajectory would only
             # be clutter next to the real runs.
@@ -196,6 +203,7 @@ def ask(
     max_observation_chars: int | None = None,
     run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
+    search: str | None = None,
 ) -> AskResult:
     """:func:`ask_async` for code without an event loop (in one, ``await ask_async(...)``)."""
     try:
@@ -223,5 +231,6 @@ def ask(
             max_observation_chars=max_observation_chars,
             run_dir=run_dir,
             on_event=on_event,
+            search=search,
         )
     )

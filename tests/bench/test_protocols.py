@@ -77,7 +77,10 @@ def test_user_options_win_and_differences_are_listed(tmp_path: Path) -> None:
         scorer=config.scorer,
         scoring_rules=config.scoring_rules,
     )
-    assert diff == ["agent_options.generate.temperature: 0.0 (preset 0.6)"]
+    assert diff == [
+        "agent_options.generate.temperature: 0.0 (preset 0.6)",
+        "search: local (preset serper: --search serper)",  # web.search_provider's default
+    ]
     assert merge_options({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
 
 
@@ -105,7 +108,10 @@ def test_eval_with_a_preset_on_the_wire_and_in_the_header(tmp_path: Path) -> Non
     assert "differs from the preset: agent_options.generate.temperature: 0.1 (preset 0.6)" in (
         result.output
     )
-    assert "not reproduced yet: video soundtrack" in result.output
+    assert "not reproduced yet: media that do not resolve" in result.output
+    assert "differs from the preset: search: local (preset serper: --search serper)" in (
+        result.output
+    )
     stored = RunDir(out).read_config()
     assert stored.protocol == "omnigaia-paper" and stored.scoring_rules == REFERENCE_RULES
     assert stored.header is not None and stored.header["protocol_differs"]

@@ -20,12 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omnilab.agents.answer import final_answer, looks_like_tool_call
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.templates import render
 from omnilab.agents.toolset import ToolEnv, build_tools, check_tool_names, default_tools
 from omnilab.agents.views import MODES, Mode, check_mode, default_mode, first_message_parts
-from omnilab.inputs import InputSet
+from omnilab.inputs import FileKind, InputSet
 from omnilab.models.types import GenerateConfig, Message
+from omnilab.tools._read_options import ReadOptions
 from omnilab.tools.base import Tool
 from omnilab.tools.registry import tool_name
 from omnilab.trajectory import RunStatus, Trajectory
@@ -61,6 +63,12 @@ class TirOptions(BaseModel):
     on_bad_call: Literal["notice", "answer"] = "notice"
     """A final message that is an unreadable tool call: ``notice`` asks again; ``answer`` takes
     its text as the final answer, as the authors' code does."""
+    delivery: Delivery = Field(default_factory=Delivery)
+    """How media reach the model in the first message: soundtracks, frame sampling, the
+    ``active`` start view (:class:`~omnilab.agents.delivery.Delivery`)."""
+    read_tools: ReadOptions = Field(default_factory=ReadOptions)
+    """What read_video / read_audio / read_image return and when they are offered
+    (:class:`~omnilab.tools.perception.ReadOptions`)."""
 
 
 class TirAgent:
@@ -94,14 +102,26 @@ class TirAgent:
         variant: Variant = opts.variant or (
             "omniatlas" if mode in ("active", "evidence") else "base"
         )
-        refs = list(ctx.tools) if ctx.tools is not None else default_tools(mode, inputs)
+        refs = (
+            list(ctx.tools)
+            if ctx.tools is not None
+            else default_tools(mode, inputs, needs=_read_needs(opts.read_tools))
+        )
         check_tool_names(refs)
         names = [tool_name(r) for r in refs]
         run = AgentRun(task, ctx, agent="tir", max_observation_chars=opts.max_observation_chars)
         model = run.models["agent"]
         with contextlib.ExitStack() as stack:
             roles = {r: m for r, m in run.models.items() if r != "agent"}
-            env = ToolEnv(inputs, model, ctx.workspace, stack, roles, ctx.budgets.model_dump())
+            env = ToolEnv(
+                inputs,
+                model,
+                ctx.workspace,
+                stack,
+                roles,
+                ctx.budgets.model_dump(),
+                options={"read": opts.read_tools},
+            )
             tools = build_tools(refs, env)
             config = {
                 "mode": mode,
@@ -112,13 +132,29 @@ class TirAgent:
                 "generate": opts.generate.model_dump(exclude_defaults=True),
                 "max_observation_chars": opts.max_observation_chars,
                 **opts.model_dump(
-                    include={"forced_final_generate", "on_empty", "on_bad_call"},
+                    include={
+                        "forced_final_generate",
+                        "on_empty",
+                        "on_bad_call",
+                        "delivery",
+                        "read_tools",
+                    },
                     exclude_defaults=True,
                     mode="json",
                 ),
             }
             loop = _Loop(run, opts, inputs, mode, variant, tools)
             return await run.execute(loop.run, config=config)
+
+
+def _read_needs(read: ReadOptions) -> dict[str, frozenset[FileKind] | None]:
+    """When read_audio and read_image are offered, as ``read`` says."""
+    needs: dict[str, frozenset[FileKind] | None] = {}
+    if read.read_audio_for == "audio":
+        needs["read_audio"] = frozenset({"audio"})
+    if read.read_image_for == "always":
+        needs["read_image"] = None
+    return needs
 
 
 class _Loop:
@@ -147,7 +183,12 @@ class _Loop:
         run.add(chat, Message.system(render(_SYSTEM[self.variant])))
         model = run.models["agent"]
         parts = await first_message_parts(
-            task, self.inputs, self.mode, model.capabilities, run.ctx.workspace
+            task,
+            self.inputs,
+            self.mode,
+            model.capabilities,
+            run.ctx.workspace,
+            self.options.delivery,
         )
         run.add(chat, Message(role="user", content=parts))
         while run.turns < run.budgets.max_turns:

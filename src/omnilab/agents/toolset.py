@@ -6,7 +6,7 @@ The catalogue itself (names, factories, entry points) is :mod:`omnilab.tools.reg
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from omnilab.agents.base import AgentConfigError
 from omnilab.agents.views import Mode
@@ -40,11 +40,18 @@ def check_tool_names(refs: Collection[ToolRef]) -> None:
         raise AgentConfigError(str(e)) from None
 
 
-def default_tools(mode: Mode, inputs: InputSet) -> list[str]:
+def default_tools(
+    mode: Mode,
+    inputs: InputSet,
+    *,
+    needs: Mapping[str, frozenset[FileKind] | None] | None = None,
+) -> list[str]:
     """The OmniGAIA tool set for ``mode``: web search, browser and code for every mode, plus the
     perception tools of ``active``/``evidence`` (read_*) or ``tools`` (audio_qa, vision_qa)
-    that fit the kinds of inputs present."""
+    that fit the kinds of inputs present. ``needs`` replaces the input kinds that make a tool
+    worth offering, by tool name (``None``: always offered)."""
     kinds = {f.kind for f in inputs}
+    wanted: dict[str, frozenset[FileKind] | None] = {**_NEEDS, **(needs or {})}
     perception = {
         "active": _READ,
         "evidence": _READ,
@@ -52,7 +59,7 @@ def default_tools(mode: Mode, inputs: InputSet) -> list[str]:
         "audio-as-tool": ("audio_qa",),
         "vision-as-tool": ("vision_qa",),
     }.get(mode, ())
-    chosen = [name for name in perception if _NEEDS[name] & kinds]
+    chosen = [name for name in perception if (need := wanted[name]) is None or need & kinds]
     return [*chosen, *_WEB, *_CODE]
 
 

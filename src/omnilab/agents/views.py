@@ -19,11 +19,12 @@ reaches a prompt: media are named by input id (and time range) only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from omnilab.agents.base import AgentConfigError, AgentTask
+from omnilab.agents.delivery import Delivery, video_frames_parts, video_part
 from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
 from omnilab.content import Audio, Content, Image, MediaContent, Text, Video
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODES",
+    "Delivery",
     "Mode",
     "accepts",
     "check_mode",
@@ -61,11 +63,11 @@ _SPLIT: dict[str, tuple[frozenset[FileKind], str]] = {
     "vision-as-tool": (frozenset({"audio", "video"}), "audio"),
 }
 
-# The compact view of active mode: enough to decide where to look, small enough for any context.
-_SHEET_FRAMES = 16
+# The contact sheet of active mode: enough to decide where to look, small enough for any context.
+# (How many frames, the image edge and the audio cut are Delivery options.)
 _SHEET_TILE = 256
-_IMAGE_EDGE = 768
-_AUDIO_SECONDS = 300.0
+# The `video` start view samples at the reference's rate unless frames_fps says otherwise.
+_START_FPS = 2.0
 # Text inputs beyond this many characters are cut (the model can ask code_executor for more).
 _TEXT_CHARS = 20_000
 _MEDIA: frozenset[FileKind] = frozenset({"video", "audio", "image"})
@@ -139,41 +141,89 @@ def text_part(f: InputFile) -> Text:
     return Text(text=f"[{f.id}: {f.path.name}]\n{raw}")
 
 
-def _native(f: InputFile, caps: Capabilities) -> list[Content]:
+def _native(
+    f: InputFile, inputs: InputSet, caps: Capabilities, views: Path, d: Delivery
+) -> list[Content]:
+    if f.kind == "video" and caps.video and d.soundtrack:
+        return video_part(f, inputs, caps, d.soundtrack_max_s)
+    if f.kind == "video" and not caps.video and caps.image and d.frames_fps is not None:
+        return _or_note(
+            f,
+            lambda: video_frames_parts(
+                f,
+                inputs,
+                caps,
+                views,
+                fps=d.frames_fps or _START_FPS,
+                max_frames=d.frames_max,
+                max_edge=d.frames_max_edge,
+                audio_s=d.soundtrack_max_s,
+            ),
+        )
     part: MediaContent = f.content()
     if accepts(caps, part):
         return [Text(text=f"[{f.id}]"), part]
     return [Text(text=f"[{f.id}: {f.kind} not shown: this model does not take {f.kind}]")]
 
 
-def _compact(f: InputFile, caps: Capabilities, views: Path) -> list[Content]:
-    """The active-mode view of one media file (files it makes go into ``views``)."""
-    # Imported here: the media stack (PyAV, Pillow) is needed only when a view is made.
+def _or_note(f: InputFile, make: Callable[[], list[Content]]) -> list[Content]:
+    """``make()``, or a note naming the media error when the file cannot be read."""
     from omnilab.media.errors import MediaError
+
+    try:
+        return make()
+    except MediaError as e:
+        return [Text(text=f"[{f.id}: no preview ({e.code}: {f.redact(e.message)})]")]
+
+
+def _compact(
+    f: InputFile, inputs: InputSet, caps: Capabilities, views: Path, d: Delivery
+) -> list[Content]:
+    """The active-mode start view of one media file (files it makes go into ``views``)."""
+    return _or_note(f, lambda: _start_view(f, inputs, caps, views, d))
+
+
+def _start_view(
+    f: InputFile, inputs: InputSet, caps: Capabilities, views: Path, d: Delivery
+) -> list[Content]:
+    # Imported here: the media stack (PyAV, Pillow) is needed only when a view is made.
     from omnilab.media.image import load_image, resize
     from omnilab.media.sheet import video_sheet
 
-    try:
-        if f.kind == "video" and caps.image:
-            views.mkdir(parents=True, exist_ok=True)
-            out = views / f"{f.id}.sheet.jpg"
-            video_sheet(f.path, _SHEET_FRAMES, tile_edge=_SHEET_TILE).convert("RGB").save(out)
-            note = f"[{f.id}: contact sheet of {_SHEET_FRAMES} frames; use read_video for detail]"
-            return [Text(text=note), Image(path=out)]
-        if f.kind == "image" and caps.image:
-            views.mkdir(parents=True, exist_ok=True)
-            out = views / f"{f.id}.jpg"
-            resize(load_image(f.path), _IMAGE_EDGE).convert("RGB").save(out)
-            note = f"[{f.id}: shrunk to at most {_IMAGE_EDGE} px; use read_image for detail]"
-            return [Text(text=note), Image(path=out)]
-        if f.kind == "audio" and caps.audio:
-            duration = f.probe().duration or 0.0
-            if duration <= _AUDIO_SECONDS:
-                return [Text(text=f"[{f.id}]"), Audio(path=f.path)]
-            note = f"[{f.id}: first {_AUDIO_SECONDS:g} s; use read_audio for the rest]"
-            return [Text(text=note), Audio(path=f.path, start=0.0, end=_AUDIO_SECONDS)]
-    except MediaError as e:
-        return [Text(text=f"[{f.id}: no preview ({e.code}: {f.redact(e.message)})]")]
+    if f.kind == "video" and d.start_view == "video" and caps.video:
+        return video_part(f, inputs, caps, d.start_audio_s)
+    if f.kind == "video" and d.start_view == "video" and caps.image:
+        fps = d.frames_fps or _START_FPS
+        return video_frames_parts(
+            f,
+            inputs,
+            caps,
+            views,
+            fps=fps,
+            max_frames=d.frames_max,
+            max_edge=d.frames_max_edge,
+            audio_s=d.start_audio_s,
+        )
+    if f.kind == "video" and caps.image:
+        views.mkdir(parents=True, exist_ok=True)
+        out = views / f"{f.id}.sheet.jpg"
+        video_sheet(f.path, d.sheet_frames, tile_edge=_SHEET_TILE).convert("RGB").save(out)
+        note = f"[{f.id}: contact sheet of {d.sheet_frames} frames; use read_video for detail]"
+        return [Text(text=note), Image(path=out)]
+    if f.kind == "image" and caps.image:
+        if d.start_image_edge == "full":
+            return [Text(text=f"[{f.id}]"), Image(path=f.path)]
+        views.mkdir(parents=True, exist_ok=True)
+        out = views / f"{f.id}.jpg"
+        resize(load_image(f.path), d.start_image_edge).convert("RGB").save(out)
+        note = f"[{f.id}: shrunk to at most {d.start_image_edge} px; use read_image for detail]"
+        return [Text(text=note), Image(path=out)]
+    if f.kind == "audio" and caps.audio:
+        duration = f.probe().duration or 0.0
+        if duration <= d.start_audio_s:
+            return [Text(text=f"[{f.id}]"), Audio(path=f.path)]
+        note = f"[{f.id}: first {d.start_audio_s:g} s; use read_audio for the rest]"
+        return [Text(text=note), Audio(path=f.path, start=0.0, end=d.start_audio_s)]
     return []
 
 
@@ -245,28 +295,35 @@ async def _evidence(inputs: InputSet) -> Text:
 
 
 async def first_message_parts(
-    task: AgentTask | str, inputs: InputSet, mode: Mode, caps: Capabilities, workspace: Path
+    task: AgentTask | str,
+    inputs: InputSet,
+    mode: Mode,
+    caps: Capabilities,
+    workspace: Path,
+    delivery: Delivery | None = None,
 ) -> list[Content]:
-    """The content of the first user message for ``mode`` (views are written to workspace).
+    """The content of the first user message for ``mode`` (views are written to workspace);
+    ``delivery`` says how media are sent (default: omnilab's own, see :class:`Delivery`).
 
     Given the task, the question is stated with its options and answer format
     (:func:`~omnilab.agents.question.question_text`); a bare string is sent as it is.
     """
+    d = delivery or Delivery()
+    views = workspace / "views"
     parts: list[Content] = [Text(text=inputs.listing())]
     parts += [text_part(f) for f in inputs if f.kind == "text"]
     if mode == "native":
         for f in inputs:
             if f.kind != "text":
-                parts += _native(f, caps)
+                # Soundtracks and frames are decoded here: keep the event loop free.
+                parts += await asyncio.to_thread(_native, f, inputs, caps, views, d)
     elif mode == "active":
-        views = workspace / "views"
         for f in inputs:
             if f.kind in _MEDIA:
-                parts += await asyncio.to_thread(_compact, f, caps, views)
+                parts += await asyncio.to_thread(_compact, f, inputs, caps, views, d)
     elif mode == "evidence":
         parts.append(await _evidence(inputs))
     elif mode in _SPLIT:
-        views = workspace / "views"
         for f in inputs:
             if f.kind in _MEDIA:
                 parts += await asyncio.to_thread(_one_modality, f, mode, views)

@@ -34,6 +34,7 @@ from omnilab.models import (
     ModelError,
 )
 from omnilab.models.events import ModelCallEvent
+from omnilab.tools.search_choice import use_search
 from omnilab.trajectory import (
     ErrorEvent,
     RunEnd,
@@ -151,6 +152,7 @@ class TaskExecutor:
         budgets: Budgets | None = None,
         timeout_s: float | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
+        search: str | None = None,
     ) -> None:
         self.agent = agent
         self.model = model
@@ -160,6 +162,8 @@ class TaskExecutor:
         self.budgets = budgets or Budgets()
         self.timeout_s = timeout_s
         self.prices = dict(get_settings().bench.prices if prices is None else prices)
+        self.search = search
+        """The web search provider of the run's web_search tools (``None``: the setting)."""
 
     async def run(self, job: TaskJob) -> TaskResult:
         """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
@@ -228,7 +232,8 @@ class TaskExecutor:
             )
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    trajectory = await self.agent.run(agent_task, ctx)
+                    with use_search(self.search):
+                        trajectory = await self.agent.run(agent_task, ctx)
             except TimeoutError:
                 error = f"timeout: no answer within {self.timeout_s:g} s"
                 return _close_failed(writer, "timeout", error, started), error, "timeout"

@@ -70,6 +70,8 @@ class RunHeader(BaseModel):
     """The agent model's flags (``text image audio tools``) and where they came from."""
     tools: list[str] | None = None
     """The tools offered; ``None``: the agent's default set for its mode."""
+    search: str | None = None
+    """The web search provider and who chose it (``serper (--search)``); ``None``: not shown."""
     models: dict[str, str] = Field(default_factory=dict)
     """Model name by role (``agent``, ``judge``, ``perception``, ...), credentials masked."""
     budgets: dict[str, Any] = Field(default_factory=dict)
@@ -208,6 +210,8 @@ def render_header(header: RunHeader) -> list[str]:
     lines.append("models: " + ", ".join(f"{r}={m}" for r, m in header.models.items()))
     tools = ", ".join(header.tools) if header.tools is not None else "the agent's default set"
     lines.append(f"tools: {tools}")
+    if header.search is not None:
+        lines.append(f"web search: {header.search}")
     budgets = ", ".join(f"{k}={v}" for k, v in header.budgets.items()) or "defaults"
     lines.append(f"budgets: {budgets}")
     if header.dataset is not None:

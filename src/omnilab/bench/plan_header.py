@@ -10,6 +10,7 @@ from omnilab.bench.protocols import differences, get_protocol
 from omnilab.bench.run_dir import RunConfig
 from omnilab.config import get_settings
 from omnilab.models import concurrency_plan
+from omnilab.tools.search_choice import search_origin
 
 __all__ = ["plan_header"]
 
@@ -40,7 +41,7 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
         endpoint_limit=limit_line,
         cache=config.cache,
         warnings=[*limit_warnings, *_search_warning(config)],
-    )
+    ).model_copy(update={"search": _search_line(config)})
     if config.protocol is None:
         return header
     preset = get_protocol(config.protocol)
@@ -55,6 +56,7 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
                 budgets=config.budgets,
                 scorer=config.scorer,
                 scoring_rules=config.scoring_rules,
+                search=config.search,
             ),
             "protocol_gaps": [
                 f"{g.finding}: {g.omnilab} (reference: {g.reference})" for g in preset.gaps
@@ -66,16 +68,26 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
 _WEB_BENCHMARKS = frozenset({"omnigaia", "omni-deepsearch"})
 
 
+def _searches(config: RunConfig) -> bool:
+    return config.tools is None or "web_search" in config.tools
+
+
+def _search_line(config: RunConfig) -> str | None:
+    """The provider web_search uses in this run and who chose it (runs that search only)."""
+    if not _searches(config) and config.search is None:
+        return None
+    return search_origin(config.search)
+
+
 def _search_warning(config: RunConfig) -> list[str]:
     """A warning when a web benchmark's searches go to the bundled sample corpus."""
     web = get_settings().web
-    searches = config.tools is None or "web_search" in config.tools
-    if config.dataset not in _WEB_BENCHMARKS or not searches:
+    if config.dataset not in _WEB_BENCHMARKS or not _searches(config):
         return []
-    if web.search_provider != "local" or web.index_dir is not None:
+    if (config.search or web.search_provider) != "local" or web.index_dir is not None:
         return []
     return [
         f"web_search runs on the small bundled offline corpus, not the web: {config.dataset} "
-        "scores are not comparable with published ones; set web.search_provider (serper, "
-        "brave, tavily, searxng; OMNILAB_WEB__SEARCH_PROVIDER) or web.index_dir"
+        "scores are not comparable with published ones; pick a provider with --search (serper, "
+        "brave, tavily, searxng) or web.search_provider, or set web.index_dir"
     ]

@@ -78,6 +78,7 @@ _IDENTITY = (
     "scoring_rules",
     "judges",
     "seed",
+    "search",
 )
 # Fields a resumed run may change: where the model is served and how fast the run goes. Keys are
 # never stored, so a new key is no change at all.
@@ -206,6 +207,9 @@ class RunConfig(BaseModel):
     """The judged scorer's rules when not its own defaults (a protocol preset sets them)."""
     protocol: str | None = None
     """The reproduction preset the run follows (``--protocol``), if any."""
+    search: str | None = None
+    """The web search provider chosen for the run (``--search``); ``None``: the setting
+    ``web.search_provider``."""
     judges: list[str] = Field(default_factory=list)
     seed: int = 0
     selection: Selection = Field(default_factory=Selection)

@@ -62,6 +62,7 @@ from omnilab.bench.run_dir import (
 from omnilab.bench.scoring import Scorer
 from omnilab.config import get_settings
 from omnilab.models import Model, get_model, lift_concurrency
+from omnilab.tools.search_choice import check_search
 
 __all__ = [
     "DEAD_ENDPOINT_FAILURES",
@@ -104,6 +105,7 @@ def new_config(
     cache: bool = True,
     protocol: str | None = None,
     preview: bool = False,
+    search: str | None = None,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
@@ -114,7 +116,8 @@ def new_config(
     ``protocol`` names a reproduction preset (:mod:`omnilab.bench.protocols`): its agent
     options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
     (``agent_options`` given here are merged over the preset's, key by key; the scoring rules
-    only while the scorer is the preset's)."""
+    only while the scorer is the preset's). ``search`` picks the web search provider for the
+    run (``None``: the setting ``web.search_provider``)."""
     preset = get_protocol(protocol) if protocol is not None else None
     rules = None
     if preset is not None:
@@ -123,6 +126,9 @@ def new_config(
         scorer = scorer or preset.scorer
         # The preset's rules are its scorer's: another scorer chosen on top keeps its own.
         rules = preset.scoring_rules if scorer == preset.scorer else None
+    if search is not None:
+        check_search(search)
+        agent_options = _with_search(agent, agent_options or {}, search)
     data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
@@ -149,7 +155,18 @@ def new_config(
         cache=cache,
         protocol=protocol,
         scoring_rules=rules,
+        search=search,
     )
+
+
+def _with_search(agent: str, options: Mapping[str, Any], search: str) -> Mapping[str, Any]:
+    """``options`` with ``search`` for an agent that picks its own provider with an option of
+    that name (deepsearch), unless the options already set it."""
+    from omnilab.agents.registry import describe_agent
+
+    if "search" in options or "search" not in {o.name for o in describe_agent(agent).options}:
+        return options
+    return {**options, "search": search}
 
 
 @dataclass
@@ -200,6 +217,7 @@ def build_executor(
         tools=config.tools,
         budgets=config.budgets,
         timeout_s=config.task_timeout_s,
+        search=config.search,
     )
 
 

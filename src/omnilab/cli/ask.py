@@ -174,8 +174,10 @@ def _print_header(
     *limits: float | None,
     agent: str = "tir",
     roles: dict[str, str] | None = None,
+    search: str | None = None,
 ) -> None:
-    """The run header (agent, mode and why, tools, models, budgets) above the live view."""
+    """The run header (agent, mode and why, tools, models, budgets, the web search provider
+    when web_search is offered) above the live view."""
     from omnilab.bench.header import ask_header, render_header
     from omnilab.config import get_settings
 
@@ -184,6 +186,10 @@ def _print_header(
     header = ask_header(
         files, agent=agent, model=model, mode=mode, tools=tools, budgets=budgets, roles=named
     )
+    if tools is None or "web_search" in tools:
+        from omnilab.tools.search_choice import search_origin
+
+        header = header.model_copy(update={"search": search_origin(search)})
     for line in render_header(header):
         style = "bold yellow" if line.startswith("warning:") else "dim"
         console.print(line, style=style, markup=False, highlight=False)
@@ -253,6 +259,14 @@ def ask(
         str | None,
         typer.Option("--perception-model", help="Model behind audio_qa/vision_qa (mode tools)."),
     ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            help="Web search provider of web_search: serper, brave, tavily, searxng or local "
+            "(the offline corpus); default: web.search_provider.",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Run folder (trajectory + workspace); default: a new one."),
@@ -268,6 +282,10 @@ def ask(
     Any registered agent runs with --agent NAME and its options with -O KEY=VALUE.
     """
     files, question = _split(args)
+    if search is not None:
+        from omnilab.tools.search_choice import check_search
+
+        check_search(search)
     options = parse_pairs(agent_option, "--agent-option", parse_json=True)
     roles = parse_pairs(role, "--role", parse_json=False)
     tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
@@ -276,7 +294,17 @@ def ask(
     if console is not None:
         console.print(Rule(escape(question)))
         limits = (max_turns, max_tokens, max_seconds)
-        _print_header(console, files, model, mode, tool_names, *limits, agent=agent, roles=roles)
+        _print_header(
+            console,
+            files,
+            model,
+            mode,
+            tool_names,
+            *limits,
+            agent=agent,
+            roles=roles,
+            search=search,
+        )
     result = run_ask(
         files,
         question,
@@ -293,6 +321,7 @@ def ask(
         max_seconds=max_seconds,
         perception_model=perception_model,
         run_dir=out,
+        search=search,
     )
     if console is None:
         end = result.trajectory.run_end

@@ -129,6 +129,16 @@ def eval_(
     tools: Annotated[
         str | None, typer.Option("--tools", help="Tools to offer, comma-separated.")
     ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            help="Web search provider of web_search for this run: serper, brave, tavily, "
+            "searxng (keys and URLs from the web settings) or local (the offline corpus or "
+            "web.index_dir); kept in run.json and shown in the header (default: "
+            "web.search_provider).",
+        ),
+    ] = None,
     judge: Annotated[
         list[str] | None,
         typer.Option(
@@ -288,6 +298,7 @@ def eval_(
         cache=_pick(cache, stored, "cache", True),
         protocol=protocol_name,
         preview=show_prompt,
+        search=_pick(search, stored, "search", None),
     )
     err = err_console()
     if show_prompt:

@@ -57,6 +57,10 @@ def protocols(
             rules = preset.scoring_rules.model_dump(mode="json", exclude_defaults=True)
             for line in _flat({"scoring_rules": rules}):
                 console.print(f"  {escape(line)}")
+        if preset.search is not None:
+            console.print(
+                f"  search = {escape(preset.search)} (pass --search {escape(preset.search)})"
+            )
         for gap in preset.gaps:
             console.print(
                 f"  [yellow]not reproduced yet[/] {escape(gap.finding)}: {escape(gap.omnilab)} "

@@ -40,6 +40,10 @@ class Capabilities(BaseModel):
     """Frames sampled from a video when it is sent as images."""
     max_image_edge: int | None = Field(default=None, ge=16)
     """Images and frames are shrunk to this longest edge before sending; ``None`` keeps size."""
+    tool_media: bool = False
+    """Media returned by a tool go inside its tool message (servers that accept non-text parts
+    there, as the OmniGAIA authors' vLLM setup does); off: tool messages carry text and the
+    media follow in a user turn, which every OpenAI-compatible server accepts."""
 
     def describe(self) -> str:
         """A short list of the accepted inputs, e.g. ``text image audio tools``."""

@@ -38,11 +38,12 @@ from omnilab.media.probe import MediaInfo
 from omnilab.media.video import frames
 from omnilab.models.capabilities import Capabilities
 from omnilab.tools import _evidence
+from omnilab.tools._read_options import ReadOptions
 from omnilab.tools._specs import omnigaia_function
 from omnilab.tools._store import MediaStore
 from omnilab.tools.base import Tool, tool
 
-__all__ = ["InvalidToolArgs", "MediaStore", "active_perception_tools"]
+__all__ = ["InvalidToolArgs", "MediaStore", "ReadOptions", "active_perception_tools"]
 
 _VIDEO: tuple[FileKind, ...] = ("video",)
 _AUDIBLE: tuple[FileKind, ...] = ("audio", "video")
@@ -56,13 +57,22 @@ class InvalidToolArgs(OmnilabError):  # noqa: N818  (named after the code the mo
 
 
 def segment(
-    f: InputFile, info: MediaInfo, t_start: float, t_end: float, *, max_seconds: float | None
+    f: InputFile,
+    info: MediaInfo,
+    t_start: float,
+    t_end: float,
+    *,
+    max_seconds: float | None,
+    clamp: bool = False,
 ) -> tuple[float, float]:
-    """Validate ``[t_start, t_end]`` against ``info``; errors say what the file allows."""
+    """Validate ``[t_start, t_end]`` against ``info``; errors say what the file allows.
+    ``clamp`` reads a ``t_end`` past the end as the end."""
     end = t_end
     duration = info.duration
     if duration is not None and duration < t_end <= math.ceil(duration):
         end = duration  # integer times cannot name a fractional end
+    if clamp and duration is not None and t_start < duration < t_end:
+        end = duration
     try:
         return check_time_range(
             info,
@@ -91,17 +101,27 @@ def _frame_count(length: float, fps: float, cap: int) -> int:
 class _Reader:
     """The state the three tools share: the inputs, the model's capabilities, the store."""
 
-    def __init__(self, inputs: InputSet, capabilities: Capabilities, store: MediaStore) -> None:
+    def __init__(
+        self,
+        inputs: InputSet,
+        capabilities: Capabilities,
+        store: MediaStore,
+        options: ReadOptions,
+    ) -> None:
         self.inputs = inputs
         self.caps = capabilities
         self.store = store
+        self.options = options
+        self.audible: tuple[FileKind, ...] = (
+            ("audio",) if options.read_audio_for == "audio" else _AUDIBLE
+        )
 
     def video(self, video_id: str, t_start: float, t_end: float) -> list[Content]:
         f = self.inputs.resolve(video_id, kinds=_VIDEO)
         info = f.probe()
         require_video(info)
         limit = get_settings().media.max_clip_seconds if self.caps.video else None
-        s, e = segment(f, info, t_start, t_end, max_seconds=limit)
+        s, e = segment(f, info, t_start, t_end, max_seconds=limit, clamp=self.options.clamp_end)
         where = f"{f.id} from {fmt_s(s)} to {fmt_s(e)}"
         if self.caps.video:
             sound = "with its audio" if info.has_audio else "no audio track"
@@ -124,9 +144,10 @@ class _Reader:
     def _frames(
         self, f: InputFile, info: MediaInfo, s: float, e: float, where: str
     ) -> list[Content]:
-        settings = get_settings().perception_tools
-        n = _frame_count(e - s, settings.video_fps, settings.video_max_frames)
-        edge = self.caps.max_image_edge or settings.frame_max_edge
+        settings, opts = get_settings().perception_tools, self.options
+        fps = opts.video_fps or settings.video_fps
+        n = _frame_count(e - s, fps, opts.video_max_frames or settings.video_max_frames)
+        edge = opts.video_max_edge or self.caps.max_image_edge or settings.frame_max_edge
         shots = frames(f.path, s, e, num=n, max_edge=edge)
         parts: list[Content] = [
             Text(text=f"{where}: {_count(len(shots), 'frame')}, each preceded by its time")
@@ -147,12 +168,17 @@ class _Reader:
         return _evidence.frames_text([(shot.timestamp, shot.image) for shot in shots])
 
     def audio(self, audio_id: str, t_start: float, t_end: float) -> list[Content]:
-        f = self.inputs.resolve(audio_id, kinds=_AUDIBLE)
+        f = self.inputs.resolve(audio_id, kinds=self.audible)
         info = f.probe()
         require_audio(info)
-        s, e = segment(f, info, t_start, t_end, max_seconds=None)
+        s, e = segment(f, info, t_start, t_end, max_seconds=None, clamp=self.options.clamp_end)
+        cap = self.options.audio_max_s
+        cut = ""
+        if cap is not None and e - s > cap:
+            e = s + cap
+            cut = f" (cut to {fmt_s(cap)}, the most one read_audio call returns)"
         track = " (the video's audio track)" if f.kind == "video" else ""
-        where = f"{f.id}{track} from {fmt_s(s)} to {fmt_s(e)}"
+        where = f"{f.id}{track} from {fmt_s(s)} to {fmt_s(e)}{cut}"
         if self.caps.audio:
             wav = self.store.audio(f, s, e)
             return [Text(text=f"{where}:"), Audio(path=wav, mime_type="audio/wav")]
@@ -195,11 +221,15 @@ class _Reader:
 
 
 def active_perception_tools(
-    inputs: InputSet, *, capabilities: Capabilities, workspace: Path | None = None
+    inputs: InputSet,
+    *,
+    capabilities: Capabilities,
+    workspace: Path | None = None,
+    options: ReadOptions | None = None,
 ) -> list[Tool]:
     """``read_video``, ``read_audio`` and ``read_image`` over ``inputs``, for a model that has
-    ``capabilities``, with OmniGAIA's exact schemas (Appendix B.3)."""
-    reader = _Reader(inputs, capabilities, MediaStore(workspace))
+    ``capabilities``, with OmniGAIA's exact schemas (Appendix B.3), as ``options`` say."""
+    reader = _Reader(inputs, capabilities, MediaStore(workspace), options or ReadOptions())
     video_spec = omnigaia_function("read_video")
     audio_spec = omnigaia_function("read_audio")
     image_spec = omnigaia_function("read_image")

@@ -68,6 +68,9 @@ class ToolEnv:
     """Other models by role, bound to the run (``perception`` answers audio_qa/vision_qa)."""
     budgets: Mapping[str, Any] = field(default_factory=dict)
     """The run's budgets (``Budgets.model_dump()``), for tools that pace themselves."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Options of tool families for this run, by family: ``read`` (the read_* tools, a
+    :class:`~omnilab.tools.perception.ReadOptions` or its fields)."""
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -106,10 +109,12 @@ def _pick(tools: Sequence[Tool], name: str) -> Tool:
 
 def _web(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
+        from omnilab.tools.search_choice import chosen_search
         from omnilab.tools.web import web_tools
 
         # One pair per run, sharing one index, so corpus:// ids found by search open in the browser.
-        return _pick(env.shared("web", web_tools), name)
+        provider = chosen_search()  # the run's --search, else web.search_provider
+        return _pick(env.shared("web", lambda: web_tools(provider)), name)
 
     return build
 
@@ -127,11 +132,14 @@ def _code_executor(env: ToolEnv) -> Tool:
 
 def _read(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
+        from omnilab.tools._read_options import ReadOptions
         from omnilab.tools.perception import active_perception_tools
 
         def make() -> list[Tool]:
+            given = env.options.get("read")
+            options = given if isinstance(given, ReadOptions) else ReadOptions(**(given or {}))
             return active_perception_tools(
-                env.inputs, capabilities=env.capabilities, workspace=env.workspace
+                env.inputs, capabilities=env.capabilities, workspace=env.workspace, options=options
             )
 
         return _pick(env.shared("read", make), name)

@@ -53,6 +53,9 @@ class Protocol(BaseModel):
     budgets: Budgets = Field(default_factory=Budgets)
     scorer: str | None = None
     scoring_rules: ScoringRules | None = None
+    search: str | None = None
+    """The reference's web search provider; a run that searches elsewhere lists it as a
+    difference (the preset does not pick it: ``--search NAME`` does, with that provider's key)."""
     gaps: list[Gap] = Field(default_factory=list)
 
 
@@ -117,6 +120,7 @@ def differences(
     budgets: Budgets,
     scorer: str,
     scoring_rules: ScoringRules | None,
+    search: str | None = None,
 ) -> list[str]:
     """Every setting of a run that is not the preset's, one line each:
     ``agent_options.generate.temperature: 0 (preset 0.6)``."""
@@ -141,4 +145,10 @@ def differences(
         out.append(f"scorer: {scorer} (preset {protocol.scorer})")
     if scoring_rules != protocol.scoring_rules:
         out.append("scoring_rules: not the preset's")
+    if protocol.search is not None:
+        from omnilab.config import get_settings
+
+        used = search or get_settings().web.search_provider
+        if used != protocol.search:
+            out.append(f"search: {used} (preset {protocol.search}: --search {protocol.search})")
     return out

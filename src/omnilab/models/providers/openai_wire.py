@@ -211,6 +211,11 @@ def wire_messages(
     media_turns: list[dict[str, Any]] = []
     for message in messages:
         parts = [w for p in message.content for w in _part(p, caps, model)]
+        if message.role == "tool" and caps.tool_media:
+            wire.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(parts)}
+            )
+            continue
         if message.role == "tool":
             head, rest = _split_tool_parts(parts)
             wire.append(
