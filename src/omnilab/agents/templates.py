@@ -1,4 +1,5 @@
-"""Agent prompt templates: files under ``omnilab/agents/prompts/``, rendered strictly.
+"""Prompt templates: files under ``omnilab/agents/prompts/`` (or another package's ``prompts/``,
+e.g. ``omnilab.train``), rendered strictly.
 
 A template file starts with ``#`` comment lines naming its source; the rest is the prompt, with
 ``${name}`` placeholders (:class:`string.Template`). Rendering fails loudly when a placeholder
@@ -15,9 +16,9 @@ __all__ = ["load_template", "render", "template_names"]
 
 
 @cache
-def load_template(name: str) -> string.Template:
-    """The template in ``prompts/<name>.txt``, without its header comment."""
-    path = resources.files("omnilab.agents").joinpath("prompts").joinpath(f"{name}.txt")
+def load_template(name: str, package: str = "omnilab.agents") -> string.Template:
+    """The template in ``prompts/<name>.txt`` of ``package``, without its header comment."""
+    path = resources.files(package).joinpath("prompts").joinpath(f"{name}.txt")
     lines = path.read_text(encoding="utf-8").splitlines()
     start = 0
     while start < len(lines) and lines[start].startswith("#"):
@@ -31,9 +32,10 @@ def template_names() -> list[str]:
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
-def render(name: str, **values: object) -> str:
-    """Template ``name`` filled with ``values``; ``KeyError``/``ValueError`` if they do not fit."""
-    template = load_template(name)
+def render(name: str, *, package: str = "omnilab.agents", **values: object) -> str:
+    """Template ``name`` (of ``package``) filled with ``values``; ``KeyError``/``ValueError`` if
+    they do not fit."""
+    template = load_template(name, package)
     unused = set(values) - set(template.get_identifiers())
     if unused:
         raise ValueError(f"template {name!r} has no placeholder for {', '.join(sorted(unused))}")

@@ -1,0 +1,101 @@
+"""Tree exploration over a dataset, through the evaluation runner (one runner, one run folder).
+
+An exploration run is an ordinary run folder (``run.json``, ``results.jsonl``, one trajectory
+per task: the successful path, scored by the run's scorer) plus ``branches/<task>/`` with every
+branch and the search journal. Its config names the wrapped scaffold as ``agent``, the verifier
+as role ``verifier`` and the search settings under the agent option ``explore``, so a resumed run
+must use the same ones (the runner's own check) and skips finished tasks, while an unfinished
+task continues from its journal (:mod:`omnilab.train.explore`). ``omnilab export sft`` reads the
+folder like any other (``--correct-only`` keeps the successful paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omnilab.agents.base import Budgets
+from omnilab.agents.registry import get_agent
+from omnilab.bench.errors import BenchError
+from omnilab.bench.run_dir import RunConfig, Selection
+from omnilab.bench.runner import Components, ResultSink, RunOutcome, execute, new_config, plan_run
+from omnilab.bench.task import Task
+from omnilab.train.explore import VERIFIER_ROLE, ExploreOptions, ExploringAgent
+
+__all__ = ["EXPLORE_OPTION", "explore", "explore_config", "exploring_agent"]
+
+EXPLORE_OPTION = "explore"
+"""The agent option of a run's config that holds the search settings."""
+
+
+def explore_config(
+    dataset: str,
+    data: Path,
+    *,
+    agent: str,
+    model: str,
+    verifier: str,
+    options: ExploreOptions,
+    agent_options: Mapping[str, Any] | None = None,
+    media_root: Path | None = None,
+    tools: Sequence[str] | None = None,
+    budgets: Budgets | None = None,
+    scorer: str | None = None,
+    judges: Sequence[str] = (),
+    selection: Selection | None = None,
+    concurrency: int | None = None,
+    seed: int = 0,
+) -> RunConfig:
+    """The run config of an exploration of ``dataset`` with scaffold ``agent``."""
+    if EXPLORE_OPTION in (agent_options or {}):
+        raise BenchError(f"agent option {EXPLORE_OPTION!r} is taken by tree exploration")
+    return new_config(
+        dataset,
+        data,
+        agent=agent,
+        model=model,
+        media_root=media_root,
+        agent_options={**(agent_options or {}), EXPLORE_OPTION: options.model_dump()},
+        roles={VERIFIER_ROLE: verifier},
+        tools=tools,
+        budgets=budgets,
+        scorer=scorer,
+        judges=judges,
+        seed=seed,
+        selection=selection,
+        concurrency=concurrency,
+    )
+
+
+def exploring_agent(
+    config: RunConfig, tasks: Sequence[Task], *, inner: Any | None = None
+) -> ExploringAgent:
+    """The search agent of ``config`` over ``tasks`` (their labels and aliases are the
+    verifier's hindsight); ``inner`` replaces the scaffold the config names (tests)."""
+    options = dict(config.agent_options)
+    settings = options.pop(EXPLORE_OPTION, None)
+    if settings is None:
+        raise BenchError(f"the run in question is not a tree exploration (no {EXPLORE_OPTION!r})")
+    scaffold = inner if inner is not None else get_agent(config.agent, **options)
+    answers = {t.id: list(t.answers.all) for t in tasks}
+    return ExploringAgent(scaffold, answers, ExploreOptions.model_validate(settings))
+
+
+async def explore(
+    config: RunConfig,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    components: Components | None = None,
+    on_result: ResultSink | None = None,
+) -> RunOutcome:
+    """Explore every selected task of ``config`` into ``run_dir`` (see the module docstring).
+
+    ``components`` replaces what the config names, as for ``evaluate``; its ``agent`` is the
+    scaffold to wrap."""
+    plan = plan_run(config, run_dir, resume=resume)
+    parts = components or Components()
+    wrapped = exploring_agent(config, plan.tasks, inner=parts.agent)
+    live = Components(agent=wrapped, model=parts.model, scorer=parts.scorer, roles=parts.roles)
+    return await execute(plan, components=live, on_result=on_result)
