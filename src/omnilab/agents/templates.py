@@ -12,7 +12,7 @@ import string
 from functools import cache
 from importlib import resources
 
-__all__ = ["load_template", "render", "template_names"]
+__all__ = ["load_template", "render", "render_in", "template_names"]
 
 
 @cache
@@ -32,9 +32,13 @@ def template_names() -> list[str]:
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
-def render(name: str, *, package: str = "omnilab.agents", **values: object) -> str:
-    """Template ``name`` (of ``package``) filled with ``values``; ``KeyError``/``ValueError`` if
-    they do not fit."""
+def render(name: str, **values: object) -> str:
+    """Template ``name`` filled with ``values``; ``KeyError``/``ValueError`` if they do not fit."""
+    return render_in("omnilab.agents", name, **values)
+
+
+def render_in(package: str, name: str, /, **values: object) -> str:
+    """:func:`render` for a template in ``package``'s ``prompts/`` (e.g. ``omnilab.train``)."""
     template = load_template(name, package)
     unused = set(values) - set(template.get_identifiers())
     if unused:

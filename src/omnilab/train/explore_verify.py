@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from omnilab.agents.templates import render
+from omnilab.agents.templates import render_in
 from omnilab.agents.workers import _cut as cut_text  # the one head-tail cut of agent texts
 from omnilab.models.model import Model
 from omnilab.models.types import GenerateConfig, Message
@@ -112,9 +112,9 @@ async def verify(
     candidate the reply leaves out is pruned), the reply text, and what was wrong with the reply
     (``None`` when it was readable)."""
     listed = "\n\n".join(f"Candidate {i}:\n{text}" for i, text in enumerate(candidates, 1))
-    prompt = render(
+    prompt = render_in(
+        "omnilab.train",
         "explore_verifier",
-        package="omnilab.train",
         count=len(candidates),
         question=question,
         answer=" / ".join(answers),
