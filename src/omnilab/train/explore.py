@@ -291,8 +291,9 @@ class _Search:
                 parent=node.parent,
                 workspace=workspace,
             )
-            with contextlib.suppress(OSError):
-                workspace.rmdir()  # keep it only when the branch left files there
+            with contextlib.suppress(OSError):  # keep them only when the branch left files
+                workspace.rmdir()
+                workspace.parent.rmdir()
         return branch_step(done, len(node.replies))
 
     async def _judge(self, node: _Node, steps: list[BranchStep]) -> ExpansionRecord:
