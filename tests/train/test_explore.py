@@ -15,7 +15,9 @@ from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import RunSetupError
 from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import Components
-from omnilab.models.providers.scripted import error
+from omnilab.models.model import Model
+from omnilab.models.providers.scripted import ScriptedAdapter, error
+from omnilab.models.retry import RetryPolicy
 from omnilab.tools.base import Tool
 from omnilab.train.explore import ExploreOptions, read_journal
 from omnilab.train.explore_replay import agent_calls
@@ -35,7 +37,7 @@ def _config(data: Path, branches: int = 2, max_expansions: int = 10):  # type: i
         agent="tir",
         model="scripted:agent",
         verifier="scripted:verifier",
-        options=ExploreOptions(branches=branches, max_expansions=max_expansions),
+        options=ExploreOptions(branches=branches, max_expansions=max_expansions, parallel=False),
         tools=["explore_lookup"],
         concurrency=1,
     )
@@ -197,3 +199,29 @@ def test_resume_must_keep_the_search_settings(tmp_path: Path, test_tool: Tool) -
     asyncio.run(explore(_config(data), run, components=parts))
     with pytest.raises(BenchError, match="config differs"):
         asyncio.run(explore(_config(data, branches=3), run, resume=True, components=parts))
+
+
+def test_parallel_branches_each_get_their_own_seed_and_file(
+    tmp_path: Path, test_tool: Tool
+) -> None:
+    adapter = ScriptedAdapter([answer("42")], name="a", repeat=True)
+    agent = Model(adapter, name="a", retry=RetryPolicy(max_attempts=1))
+    verifier, verifier_adapter = scripted([verdicts((True, 1.0))], "v")
+    config = explore_config(
+        "jsonl",
+        dataset(tmp_path),
+        agent="tir",
+        model="scripted:agent",
+        verifier="scripted:verifier",
+        options=ExploreOptions(branches=3),
+        tools=["explore_lookup"],
+    )
+    run = tmp_path / "run"
+    parts = Components(model=agent, roles={"verifier": verifier})
+    asyncio.run(explore(config, run, components=parts))
+    assert sorted(_branches(run)) == ["r.0", "r.1", "r.2"]
+    seeds = {request[2].seed for request in adapter.requests}
+    assert len(adapter.requests) == 3 and len(seeds) == 3
+    # Three equal answers: the verifier is asked about the first only.
+    assert "Candidate 2" not in verifier_adapter.requests[0][0][0].text
+    assert RunDir(run).results()[0].judged is True

@@ -28,7 +28,7 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
     verifier.write_text(json.dumps([_verdicts(False, True)]))
     out = tmp_path / "run"
     args = ["explore", "jsonl", "--data", data, "--model", f"scripted:{agent}"]
-    args += ["--verifier", f"scripted:{verifier}", "--branches", "2", "--out", out]
+    args += ["--verifier", f"scripted:{verifier}", "--branches", "2", "--sequential", "--out", out]
     result = runner.invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     assert "1 of 1 with a successful path" in result.output

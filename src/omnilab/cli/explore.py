@@ -51,6 +51,13 @@ def explore(
         int,
         typer.Option("--max-expansions", min=1, help="Expansions per task before giving up."),
     ] = 30,
+    parallel: Annotated[
+        bool,
+        typer.Option(
+            "--parallel/--sequential",
+            help="Run the branches of a node at once, or one after the other in order.",
+        ),
+    ] = True,
     tools: Annotated[
         str | None, typer.Option("--tools", help="Tools to offer, comma-separated.")
     ] = None,
@@ -112,7 +119,9 @@ def explore(
             agent=agent,
             model=model,
             verifier=verifier,
-            options=ExploreOptions(branches=branches, max_expansions=max_expansions),
+            options=ExploreOptions(
+                branches=branches, max_expansions=max_expansions, parallel=parallel
+            ),
             agent_options=parse_pairs(agent_option, "--agent-option", parse_json=True),
             media_root=media_root,
             tools=split_values([tools]) if tools is not None else None,

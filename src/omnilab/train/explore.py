@@ -20,6 +20,7 @@ no model call twice.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 from collections.abc import Mapping, Sequence
@@ -71,6 +72,9 @@ class ExploreOptions(BaseModel):
     """Candidate next steps sampled per expansion (OmniGAIA: k = 3)."""
     max_expansions: int = Field(default=30, ge=1)
     """Expansions per task before the search gives up."""
+    parallel: bool = True
+    """Run the branches of an expansion at once (each has its own seed, file and workspace);
+    off: one after the other, in order (scripted models that answer in call order)."""
 
 
 class CandidateRecord(BaseModel):
@@ -248,7 +252,7 @@ class _Search:
         while stack and self.expansions < options.max_expansions:
             node = stack.pop()
             self.expansions += 1
-            steps = [await self._branch(node, i) for i in range(options.branches)]
+            steps = await self._expand(node)
             record = self.journal.get(node.name) or await self._judge(node, steps)
             paused: list[_Node] = []
             answered: list[_Node] = []
@@ -271,6 +275,15 @@ class _Search:
             # Depth first, the best-scored child on top of the stack.
             stack.extend(sorted(paused, key=lambda c: c.scores[-1].score))
         return None
+
+    async def _expand(self, node: _Node) -> list[BranchStep]:
+        count = self.owner.options.branches
+        if not self.owner.options.parallel:
+            return [await self._branch(node, i) for i in range(count)]
+        # A task group: a branch that raises (a bad key) cancels its siblings.
+        async with asyncio.TaskGroup() as group:
+            running = [group.create_task(self._branch(node, i)) for i in range(count)]
+        return [task.result() for task in running]
 
     async def _branch(self, node: _Node, index: int) -> BranchStep:
         name = f"{node.name}.{index}"
