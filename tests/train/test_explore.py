@@ -22,6 +22,7 @@ from omnilab.tools.base import Tool
 from omnilab.train.explore import ExploreOptions, read_journal
 from omnilab.train.explore_replay import agent_calls
 from omnilab.train.explore_run import explore, explore_config
+from omnilab.train.explore_verify import verify
 from omnilab.trajectory import StepScore, Trajectory, read_trajectory
 
 
@@ -225,3 +226,16 @@ def test_parallel_branches_each_get_their_own_seed_and_file(
     # Three equal answers: the verifier is asked about the first only.
     assert "Candidate 2" not in verifier_adapter.requests[0][0][0].text
     assert RunDir(run).results()[0].judged is True
+
+
+def test_a_candidate_the_verifier_leaves_out_is_pruned() -> None:
+    verifier, adapter = scripted([verdicts((True, 0.7))], "v")
+    found, reply, problem = asyncio.run(
+        verify(verifier, question="Q?", answers=["42", "forty-two"], path="", candidates=["x", "y"])
+    )
+    assert [(v.keep, v.score) for v in found] == [(True, 0.7), (False, 0.0)]
+    assert found[1].reason == "not judged by the verifier" and problem is None
+    assert "verdicts" in reply
+    prompt = adapter.requests[0][0][0].text
+    assert "Correct answer: 42 / forty-two" in prompt and "no steps yet" in prompt
+    assert adapter.requests[0][2].response_format is not None
