@@ -239,3 +239,18 @@ def test_a_candidate_the_verifier_leaves_out_is_pruned() -> None:
     prompt = adapter.requests[0][0][0].text
     assert "Correct answer: 42 / forty-two" in prompt and "no steps yet" in prompt
     assert adapter.requests[0][2].response_format is not None
+
+
+def test_a_wrong_answer_the_verifier_keeps_is_caught_by_the_scorer(
+    tmp_path: Path, test_tool: Tool
+) -> None:
+    # The verifier prefers the wrong 41; the run's scorer (answer set) refuses it, so 42 wins.
+    agent, _ = scripted([answer("41"), answer("42")], "a")
+    verifier, _ = scripted([verdicts((True, 0.9), (True, 0.5))], "v")
+    run = tmp_path / "run"
+    parts = Components(model=agent, roles={"verifier": verifier})
+    asyncio.run(explore(_config(dataset(tmp_path)), run, components=parts))
+    journal = read_journal(run / "branches" / "t1" / "tree.jsonl")
+    first = journal["r"].candidates[0]
+    assert not first.keep and first.reason.startswith("the run's scorer found the answer wrong")
+    assert read_trajectory(RunDir(run).trajectory_file("t1", 0)).answer == "42"

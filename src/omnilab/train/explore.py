@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -54,6 +54,7 @@ from omnilab.trajectory.events import ModelCall
 
 __all__ = [
     "VERIFIER_ROLE",
+    "Accept",
     "CandidateRecord",
     "ExpansionRecord",
     "ExploreOptions",
@@ -63,6 +64,10 @@ __all__ = [
 ]
 
 VERIFIER_ROLE = "verifier"
+
+Accept = Callable[[str, Trajectory], Awaitable[bool]]
+"""``accept(task_id, trajectory)``: whether a finished branch's answer is correct (the run's
+scorer), checked before a path the verifier kept counts as successful."""
 
 
 class ExploreOptions(BaseModel):
@@ -146,7 +151,9 @@ class ExploringAgent:
     """Runs ``inner`` as a hindsight-guided tree search (see the module docstring).
 
     ``answers`` gives the correct answers by task id (the verifier's hindsight); the verifier is
-    the context's model of role ``verifier``, which the wrapped scaffold does not see.
+    the context's model of role ``verifier``, which the wrapped scaffold does not see. With
+    ``accept``, a final answer the verifier keeps must also pass it (the run's scorer), so a
+    verifier fooled by a wrong answer does not end the search.
     """
 
     name = "explore"
@@ -156,10 +163,13 @@ class ExploringAgent:
         inner: Agent,
         answers: Mapping[str, Sequence[str]],
         options: ExploreOptions | None = None,
+        *,
+        accept: Accept | None = None,
     ) -> None:
         self.inner = inner
         self.answers = {k: list(v) for k, v in answers.items()}
         self.options = options or ExploreOptions()
+        self.accept = accept
 
     async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
         verifier = ctx.roles.get(VERIFIER_ROLE)
@@ -348,6 +358,13 @@ class _Search:
                 records[i].keep, records[i].score = verdict.keep, verdict.score
                 records[i].reason = verdict.reason
             out.verifier_reply, out.verifier_problem = reply_text, problem
+        accept = self.owner.accept
+        for record, step in zip(records, steps, strict=True):
+            # Checked here, before the journal line: a resumed search does not score again.
+            checked = accept is not None and record.keep and step.finished
+            if checked and accept is not None and not await accept(self.task.id, step.trajectory):
+                record.keep = False
+                record.reason = f"the run's scorer found the answer wrong ({record.reason})"
         with self.journal_path.open("a", encoding="utf-8") as f:
             f.write(out.model_dump_json() + "\n")
         self.journal[node.name] = out

@@ -18,12 +18,17 @@ from typing import Any
 from omnilab.agents.base import Budgets
 from omnilab.agents.registry import get_agent
 from omnilab.bench.errors import BenchError
+from omnilab.bench.executor import prediction_text
+from omnilab.bench.rescore import judge_objects, make_scorer, score_result
+from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, Selection
 from omnilab.bench.runner import Components, ResultSink, RunOutcome, execute, new_config, plan_run
+from omnilab.bench.scoring import Scorer, extract_answer
 from omnilab.bench.task import Task
-from omnilab.train.explore import VERIFIER_ROLE, ExploreOptions, ExploringAgent
+from omnilab.train.explore import VERIFIER_ROLE, Accept, ExploreOptions, ExploringAgent
+from omnilab.trajectory import Trajectory
 
-__all__ = ["EXPLORE_OPTION", "explore", "explore_config", "exploring_agent"]
+__all__ = ["EXPLORE_OPTION", "explore", "explore_config", "exploring_agent", "scorer_check"]
 
 EXPLORE_OPTION = "explore"
 """The agent option of a run's config that holds the search settings."""
@@ -68,18 +73,47 @@ def explore_config(
     )
 
 
+def scorer_check(scorer: Scorer, tasks: Sequence[Task]) -> Accept:
+    """``accept`` of :class:`ExploringAgent`: a finished branch passes when ``scorer`` judges
+    its answer correct, exactly as the run will score the task."""
+    by_id = {t.id: t for t in tasks}
+
+    async def accept(task_id: str, trajectory: Trajectory) -> bool:
+        task = by_id[task_id]
+        prediction = prediction_text(trajectory)
+        extracted = trajectory.answer if trajectory.final else extract_answer(prediction)
+        result = TaskResult.for_task(task, prediction=prediction, extracted=extracted)
+        scored = await score_result(scorer, task, result, trajectory=trajectory)
+        return scored.judged is True
+
+    return accept
+
+
 def exploring_agent(
-    config: RunConfig, tasks: Sequence[Task], *, inner: Any | None = None
+    config: RunConfig,
+    tasks: Sequence[Task],
+    *,
+    inner: Any | None = None,
+    scorer: Scorer | None = None,
 ) -> ExploringAgent:
     """The search agent of ``config`` over ``tasks`` (their labels and aliases are the
-    verifier's hindsight); ``inner`` replaces the scaffold the config names (tests)."""
+    verifier's hindsight; final answers must also pass the run's scorer, or ``scorer``);
+    ``inner`` replaces the scaffold the config names (tests)."""
     options = dict(config.agent_options)
     settings = options.pop(EXPLORE_OPTION, None)
     if settings is None:
         raise BenchError(f"the run in question is not a tree exploration (no {EXPLORE_OPTION!r})")
     scaffold = inner if inner is not None else get_agent(config.agent, **options)
     answers = {t.id: list(t.answers.all) for t in tasks}
-    return ExploringAgent(scaffold, answers, ExploreOptions.model_validate(settings))
+    chosen = scorer or make_scorer(
+        config.scorer, judge_objects(config.scorer, config.judges), config.scoring_rules
+    )
+    return ExploringAgent(
+        scaffold,
+        answers,
+        ExploreOptions.model_validate(settings),
+        accept=scorer_check(chosen, tasks),
+    )
 
 
 async def explore(
@@ -96,6 +130,6 @@ async def explore(
     scaffold to wrap."""
     plan = plan_run(config, run_dir, resume=resume)
     parts = components or Components()
-    wrapped = exploring_agent(config, plan.tasks, inner=parts.agent)
+    wrapped = exploring_agent(config, plan.tasks, inner=parts.agent, scorer=parts.scorer)
     live = Components(agent=wrapped, model=parts.model, scorer=parts.scorer, roles=parts.roles)
     return await execute(plan, components=live, on_result=on_result)
