@@ -172,3 +172,12 @@ def test_export_dpo_command_writes_pairs_and_the_judge_log(tmp_path: Path, test_
         ],
     )
     assert missing.exit_code != 0 and "not a run folder" in str(missing.exception)
+
+
+def test_a_run_whose_dataset_moved_is_logged_not_judged(tmp_path: Path, test_tool: Tool) -> None:
+    run = _failed_run(tmp_path)
+    (tmp_path / "data.jsonl").rename(tmp_path / "moved.jsonl")
+    judge, judge_adapter = scripted([], "judge")
+    export = asyncio.run(dpo_pairs([run], judge=judge, reruns=tmp_path / "r"))
+    assert judge_adapter.requests == [] and export.rows == []
+    assert export.log[0].reason == "the run's dataset file is gone or no longer lists the task"

@@ -219,12 +219,15 @@ async def dpo_pairs(
     for record in iter_records(folders, keep):
         if limit is not None and len(export.log) >= limit:
             break
-        if record.result.judged is not False or record.task is None:
-            continue  # only failed rollouts whose labels are known
+        if record.result.judged is not False:
+            continue  # only rollouts scored wrong (crashed ones have no answer to correct)
         log = PairLog(
             run=str(record.run.path), task_id=record.task_id, sample=record.sample, judge_reply=""
         )
         export.log.append(log)
+        if record.task is None:
+            log.reason = "the run's dataset file is gone or no longer lists the task"
+            continue
         try:
             judgment, log.judge_reply, calls, problem = await judge_first_error(judge, record)
         except ModelError as e:
