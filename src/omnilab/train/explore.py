@@ -364,7 +364,8 @@ class _Search:
             checked = accept is not None and record.keep and step.finished
             if checked and accept is not None and not await accept(self.task.id, step.trajectory):
                 record.keep = False
-                record.reason = f"the run's scorer found the answer wrong ({record.reason})"
+                said = f" (the verifier: {record.reason})" if record.reason else ""
+                record.reason = f"the run's scorer found the answer wrong{said}"
         with self.journal_path.open("a", encoding="utf-8") as f:
             f.write(out.model_dump_json() + "\n")
         self.journal[node.name] = out
