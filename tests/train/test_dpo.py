@@ -90,6 +90,15 @@ def test_pair_from_a_scripted_failure_and_a_scripted_fix(tmp_path: Path, test_to
     ]
     assert row["rejected"][0]["tool_calls"][0]["function"]["arguments"] == {"key": "b"}
     assert [t["function"]["name"] for t in row["tools"]] == ["explore_lookup"]
+    # The judge's reply was constrained to every field, the category one of the paper's six.
+    schema = judge_adapter.requests[0][2].response_format
+    assert schema is not None and "Ineffective Tool Call" in json.dumps(schema.json_schema)
+    assert set(schema.json_schema["required"]) == {
+        "first_error_step",
+        "category",
+        "explanation",
+        "correction",
+    }
     # The re-run is a branch of the failed run, diverging right at its start.
     rerun = read_trajectory(Path(log.rerun or ""))
     failed = read_trajectory(RunDir(run).trajectory_file("t1", 0))
@@ -172,6 +181,7 @@ def test_export_dpo_command_writes_pairs_and_the_judge_log(tmp_path: Path, test_
         ],
     )
     assert missing.exit_code != 0 and "not a run folder" in str(missing.exception)
+    assert len(out.read_text().splitlines()) == 1  # the earlier export was left as it was
 
 
 def test_a_run_whose_dataset_moved_is_logged_not_judged(tmp_path: Path, test_tool: Tool) -> None:

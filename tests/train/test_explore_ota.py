@@ -91,7 +91,12 @@ def test_dpo_pair_of_an_ota_run_keeps_the_purged_context(tmp_path: Path, data: P
     run = tmp_path / "run"
     asyncio.run(evaluate(config, run, components=Components(model=agent)))
     assert RunDir(run).results()[0].judged is False
-    judgment = {"first_error_step": 2, "category": "Visual Perception Error", "correction": "c"}
+    judgment = {
+        "first_error_step": 2,
+        "category": "Visual Perception Error",
+        "explanation": "e",
+        "correction": "c",
+    }
     judge, _ = scripted([OutputStep(output=ModelOutput.from_text(json.dumps(judgment)))], "j")
     fixer, fixer_adapter = scripted([_answer("B")], "f")
     export = asyncio.run(dpo_pairs([run], judge=judge, model=fixer, reruns=tmp_path / "re"))

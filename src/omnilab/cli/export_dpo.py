@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -53,29 +53,39 @@ def dpo(
     loss covers the agent's own tokens. The judge's replies and the fate of every judged rollout
     go to OUT.judge.jsonl.
     """
-    from omnilab.bench.run_dir import write_atomic
+    from omnilab.bench.run_dir import RunDir
     from omnilab.models import get_model
-    from omnilab.train.dpo import dpo_pairs
+    from omnilab.train.dpo import PairLog, dpo_pairs
     from omnilab.train.runs import RecordFilter
 
+    for run in runs:
+        RunDir(run).read_config()  # not a run folder: one line, before any file is opened
     keep = RecordFilter(agents=frozenset(split_values(agent)), tasks=frozenset(split_values(task)))
     folder = reruns or out.with_name(out.name + ".reruns")
-    export = asyncio.run(
-        dpo_pairs(
-            runs,
-            judge=get_model(judge),
-            model=get_model(model) if model is not None else None,
-            keep=keep,
-            limit=limit,
-            reruns=folder,
-        )
-    )
+    log_path = out.with_name(out.name.removesuffix(".jsonl") + ".judge.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in export.rows))
-    log = out.with_name(out.name.removesuffix(".jsonl") + ".judge.jsonl")
-    write_atomic(log, "".join(entry.model_dump_json() + "\n" for entry in export.log))
-    err = err_console()
-    err.print(
+    # Written as each rollout is decided: an interrupted export keeps what it paid the judge for.
+    with out.open("w", encoding="utf-8") as rows, log_path.open("w", encoding="utf-8") as logs:
+
+        def write(entry: PairLog, row: dict[str, Any] | None) -> None:
+            logs.write(entry.model_dump_json() + "\n")
+            logs.flush()
+            if row is not None:
+                rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                rows.flush()
+
+        export = asyncio.run(
+            dpo_pairs(
+                runs,
+                judge=get_model(judge),
+                model=get_model(model) if model is not None else None,
+                keep=keep,
+                limit=limit,
+                reruns=folder,
+                on_done=write,
+            )
+        )
+    err_console().print(
         f"judged {len(export.log)} failed rollouts, wrote {len(export.rows)} pairs to {out}; "
-        f"judge replies and reasons in {log}; re-runs in {folder}"
+        f"judge replies and reasons in {log_path}; re-runs in {folder}"
     )

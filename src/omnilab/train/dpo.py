@@ -23,7 +23,7 @@ run and its last replayed step.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,14 +56,34 @@ from omnilab.trajectory import Trajectory, read_trajectory
 __all__ = ["DpoExport", "PairLog", "StepJudgment", "dpo_pairs", "judge_first_error"]
 
 
+ERROR_CATEGORIES = (
+    "Visual Perception Error",
+    "Audio Perception Error",
+    "Ineffective Tool Call",
+    "Reasoning Error",
+    "Instruction Following Error",
+    "No Answer",
+)
+"""OmniGAIA's error categories (Appendix B.6), the judge's choices for the first wrong step."""
+
+
 class StepJudgment(BaseModel):
-    """The step judge's reply."""
+    """The step judge's reply (parsed leniently: any category text, fields may be missing)."""
 
     first_error_step: int | None = None
     """1-based; ``None``: the judge found no wrong step."""
     category: str = ""
     explanation: str = ""
     correction: str = ""
+
+
+def judgment_schema() -> dict[str, Any]:
+    """The JSON schema the judge's reply is constrained to where the provider supports it:
+    every field required, the category one of :data:`ERROR_CATEGORIES`."""
+    schema = StepJudgment.model_json_schema()
+    schema["properties"]["category"] = {"type": "string", "enum": list(ERROR_CATEGORIES)}
+    schema["required"] = list(schema["properties"])
+    return schema
 
 
 class PairLog(BaseModel):
@@ -121,7 +141,10 @@ async def judge_first_error(
         steps=len(calls),
     )
     output = await judge.generate(
-        [Message.user(prompt)], config=GenerateConfig(response_format=StepJudgment)
+        [Message.user(prompt)],
+        config=GenerateConfig(
+            response_format={"json_schema": judgment_schema(), "name": "judgment"}
+        ),
     )
     data = read_json_object(output.text)
     if data is None:
@@ -208,56 +231,86 @@ async def dpo_pairs(
     scorer: Scorer | None = None,
     keep: RecordFilter | None = None,
     limit: int | None = None,
+    on_done: Callable[[PairLog, dict[str, Any] | None], None] | None = None,
 ) -> DpoExport:
     """DPO pairs from the failed rollouts of ``folders`` (see the module docstring).
 
     ``judge`` finds the first erroneous step; ``model`` makes the corrected step and the rest of
     the re-run (default: the run's own model, built from its name); ``scorer`` scores the re-runs
     (default: the run's). Re-runs are written under ``reruns``. ``limit`` stops after that many
-    judged rollouts."""
+    judged rollouts. ``on_done`` sees each judged rollout's log entry and row (``None``: no pair)
+    as soon as it is decided (a caller writing them as they come loses nothing to a Ctrl-C)."""
     export = DpoExport()
+    async for log, row in _judged(folders, judge, reruns, model, scorer, keep, limit):
+        export.log.append(log)
+        if row is not None:
+            export.rows.append(row)
+        if on_done is not None:
+            on_done(log, row)
+    return export
+
+
+async def _judged(
+    folders: Sequence[str | Path],
+    judge: Model,
+    reruns: Path,
+    model: Model | None,
+    scorer: Scorer | None,
+    keep: RecordFilter | None,
+    limit: int | None,
+) -> AsyncIterator[tuple[PairLog, dict[str, Any] | None]]:
+    count = 0
     for record in iter_records(folders, keep):
-        if limit is not None and len(export.log) >= limit:
-            break
+        if limit is not None and count >= limit:
+            return
         if record.result.judged is not False:
             continue  # only rollouts scored wrong (crashed ones have no answer to correct)
+        count += 1
         log = PairLog(
             run=str(record.run.path), task_id=record.task_id, sample=record.sample, judge_reply=""
         )
-        export.log.append(log)
-        if record.task is None:
-            log.reason = "the run's dataset file is gone or no longer lists the task"
-            continue
-        try:
-            judgment, log.judge_reply, calls, problem = await judge_first_error(judge, record)
-        except ModelError as e:
-            if is_setup_error(e):
-                raise  # a bad key or model name fails every rollout alike
-            log.reason = f"the judge failed: {e}"
-            continue
-        log.judgment = judgment
-        if judgment is None:
-            log.reason = problem or "unreadable judgment"
-            continue
-        step = judgment.first_error_step
-        if step is None or not 1 <= step <= len(calls):
-            log.reason = f"no erroneous step in 1..{len(calls)} (the judge said {step})"
-            continue
-        folder = reruns / record.run.path.name
-        path, correct = await _rerun(
-            record, judgment, calls, model=model, scorer=scorer, folder=folder
-        )
-        log.rerun, log.rerun_correct = str(path), correct
-        if correct is not True:
-            log.reason = "the corrected re-run did not succeed"
-            continue
-        row, why_not = _pair(calls[step - 1], read_trajectory(path), step - 1)
-        if row is None:
-            log.reason = why_not
-            continue
-        log.pair, log.reason = True, f"step {step} corrected"
-        export.rows.append(row)
-    return export
+        row = await _judge_one(record, log, judge, reruns / record.run.path.name, model, scorer)
+        yield log, row
+
+
+async def _judge_one(
+    record: RunRecord,
+    log: PairLog,
+    judge: Model,
+    folder: Path,
+    model: Model | None,
+    scorer: Scorer | None,
+) -> dict[str, Any] | None:
+    """The pair of one failed rollout, or ``None``; ``log`` records what happened."""
+    if record.task is None:
+        log.reason = "the run's dataset file is gone or no longer lists the task"
+        return None
+    try:
+        judgment, log.judge_reply, calls, problem = await judge_first_error(judge, record)
+    except ModelError as e:
+        if is_setup_error(e):
+            raise  # a bad key or model name fails every rollout alike
+        log.reason = f"the judge failed: {e}"
+        return None
+    log.judgment = judgment
+    if judgment is None:
+        log.reason = problem or "unreadable judgment"
+        return None
+    step = judgment.first_error_step
+    if step is None or not 1 <= step <= len(calls):
+        log.reason = f"no erroneous step in 1..{len(calls)} (the judge said {step})"
+        return None
+    path, correct = await _rerun(record, judgment, calls, model=model, scorer=scorer, folder=folder)
+    log.rerun, log.rerun_correct = str(path), correct
+    if correct is not True:
+        log.reason = "the corrected re-run did not succeed"
+        return None
+    row, why_not = _pair(calls[step - 1], read_trajectory(path), step - 1)
+    if row is None:
+        log.reason = why_not
+        return None
+    log.pair, log.reason = True, f"step {step} corrected"
+    return row
 
 
 def _pair(
