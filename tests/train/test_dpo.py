@@ -23,6 +23,7 @@ from omnilab.train.dpo import dpo_pairs
 from omnilab.train.dpo_rows import trl_message
 from omnilab.train.explore_replay import agent_calls
 from omnilab.train.explore_verify import read_json_object
+from omnilab.train.files import format_problems
 from omnilab.trajectory import read_trajectory
 
 
@@ -161,8 +162,9 @@ def test_export_dpo_command_writes_pairs_and_the_judge_log(tmp_path: Path, test_
     fixer.write_text(json.dumps([fix_call, "So it is <answer>42</answer>"]))
     out = tmp_path / "pairs.jsonl"
     args = ["export", "dpo", run, "--judge", f"scripted:{judge}", "--model", f"scripted:{fixer}"]
-    result = CliRunner().invoke(app, [str(a) for a in [*args, "--out", out]])
+    result = CliRunner().invoke(app, [str(a) for a in [*args, "--out", out, "--check"]])
     assert result.exit_code == 0, result.output
+    assert "check: trl-dpo rules: every row passes" in result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 1 and set(rows[0]) == {"prompt", "chosen", "rejected", "tools"}
     log = [json.loads(line) for line in (tmp_path / "pairs.judge.jsonl").read_text().splitlines()]
@@ -191,3 +193,17 @@ def test_a_run_whose_dataset_moved_is_logged_not_judged(tmp_path: Path, test_too
     export = asyncio.run(dpo_pairs([run], judge=judge, reruns=tmp_path / "r"))
     assert judge_adapter.requests == [] and export.rows == []
     assert export.log[0].reason == "the run's dataset file is gone or no longer lists the task"
+
+
+def test_dpo_rows_break_no_trl_preference_rule() -> None:
+    good = {
+        "prompt": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}],
+        "chosen": [{"role": "assistant", "content": "a"}],
+        "rejected": [{"role": "assistant", "content": "b"}],
+        "images": ["x.png"],
+    }
+    assert format_problems([good], "trl-dpo") == []
+    bad = {**good, "chosen": [], "images": []}
+    assert format_problems([bad], "trl-dpo") == [
+        "row 1: chosen is not one assistant message; image parts and images entries differ in number"
+    ]

@@ -40,6 +40,13 @@ def dpo(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Judge at most N failed rollouts.")
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Read the pairs back and check them (with datasets' loader if installed).",
+        ),
+    ] = False,
     reruns: Annotated[
         Path | None,
         typer.Option("--reruns", help="Folder of the re-runs' trajectories (default OUT.reruns)."),
@@ -85,7 +92,14 @@ def dpo(
                 on_done=write,
             )
         )
-    err_console().print(
+    err = err_console()
+    err.print(
         f"judged {len(export.log)} failed rollouts, wrote {len(export.rows)} pairs to {out}; "
-        f"judge replies and reasons in {log_path}; re-runs in {folder}"
+        f"judge replies and reasons in {log_path}; re-runs in {folder}",
+        markup=False,
     )
+    if check:
+        from omnilab.train.files import check_file
+
+        for line in check_file(out, "trl-dpo", export.rows):
+            err.print(f"check: {line}", markup=False)
