@@ -102,7 +102,10 @@ def exploring_agent(
     options = dict(config.agent_options)
     settings = options.pop(EXPLORE_OPTION, None)
     if settings is None:
-        raise BenchError(f"the run in question is not a tree exploration (no {EXPLORE_OPTION!r})")
+        raise BenchError(
+            f"the run folder holds no tree exploration (its config has no agent option "
+            f"{EXPLORE_OPTION!r}); explore into a new --out"
+        )
     scaffold = inner if inner is not None else get_agent(config.agent, **options)
     answers = {t.id: list(t.answers.all) for t in tasks}
     chosen = scorer or make_scorer(
