@@ -14,7 +14,7 @@ from explore_kit import answer, call, dataset, register, scripted, verdicts
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import RunSetupError
 from omnilab.bench.run_dir import RunDir
-from omnilab.bench.runner import Components
+from omnilab.bench.runner import Components, evaluate, new_config
 from omnilab.models.model import Model
 from omnilab.models.providers.scripted import ScriptedAdapter, error
 from omnilab.models.retry import RetryPolicy
@@ -254,3 +254,13 @@ def test_a_wrong_answer_the_verifier_keeps_is_caught_by_the_scorer(
     first = journal["r"].candidates[0]
     assert not first.keep and first.reason.startswith("the run's scorer found the answer wrong")
     assert read_trajectory(RunDir(run).trajectory_file("t1", 0)).answer == "42"
+
+
+def test_resuming_a_plain_evaluation_run_is_refused(tmp_path: Path, test_tool: Tool) -> None:
+    data = dataset(tmp_path)
+    agent, _ = scripted([answer("42")], "a")
+    plain = new_config("jsonl", data, agent="tir", model="scripted:agent")
+    run = tmp_path / "run"
+    asyncio.run(evaluate(plain, run, components=Components(model=agent)))
+    with pytest.raises(BenchError, match="holds no tree exploration"):
+        asyncio.run(explore(RunDir(run).read_config(), run, resume=True))
