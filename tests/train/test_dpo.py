@@ -94,6 +94,8 @@ def test_pair_from_a_scripted_failure_and_a_scripted_fix(tmp_path: Path, test_to
     # The judge's reply was constrained to every field, the category one of the paper's six.
     schema = judge_adapter.requests[0][2].response_format
     assert schema is not None and "Ineffective Tool Call" in json.dumps(schema.json_schema)
+    step_schema = schema.json_schema["properties"]["first_error_step"]["anyOf"][0]
+    assert (step_schema["minimum"], step_schema["maximum"]) == (1, 2)  # the run had 2 steps
     assert set(schema.json_schema["required"]) == {
         "first_error_step",
         "category",

@@ -77,10 +77,13 @@ class StepJudgment(BaseModel):
     correction: str = ""
 
 
-def judgment_schema() -> dict[str, Any]:
+def judgment_schema(steps: int) -> dict[str, Any]:
     """The JSON schema the judge's reply is constrained to where the provider supports it:
-    every field required, the category one of :data:`ERROR_CATEGORIES`."""
+    every field required, the step one of 1..``steps`` (or null), the category one of
+    :data:`ERROR_CATEGORIES`."""
     schema = StepJudgment.model_json_schema()
+    step = {"type": "integer", "minimum": 1, "maximum": max(steps, 1)}
+    schema["properties"]["first_error_step"] = {"anyOf": [step, {"type": "null"}]}
     schema["properties"]["category"] = {"type": "string", "enum": list(ERROR_CATEGORIES)}
     schema["required"] = list(schema["properties"])
     return schema
@@ -143,7 +146,7 @@ async def judge_first_error(
     output = await judge.generate(
         [Message.user(prompt)],
         config=GenerateConfig(
-            response_format={"json_schema": judgment_schema(), "name": "judgment"}
+            response_format={"json_schema": judgment_schema(len(calls)), "name": "judgment"}
         ),
     )
     data = read_json_object(output.text)
