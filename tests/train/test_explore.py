@@ -108,6 +108,10 @@ def test_expands_k_branches_prunes_and_keeps_the_successful_path(
     assert [(s.name, s.value) for s in scores] == [("verifier", 0.9), ("verifier", 1.0)]
     result = RunDir(run).results()[0]
     assert result.judged is True and result.error is None
+    # What the search cost is in the result's stats (omnilab metrics averages them).
+    assert result.stats["explore_expansions"] == 2
+    assert result.stats["explore_branch_runs"] == 4
+    assert result.stats["explore_verifier_calls"] == 2
 
 
 def test_backtracks_to_a_kept_sibling_when_every_child_is_pruned(
@@ -187,6 +191,8 @@ def test_resume_after_an_interruption_makes_no_call_twice(tmp_path: Path, test_t
     )
     assert agent_adapter.requests == []
     assert len(verifier_adapter.requests) == 1
+    stats = RunDir(run).results()[0].stats
+    assert stats["explore_branch_runs"] == 0 and stats["explore_verifier_calls"] == 1
     assert RunDir(run).results()[0].judged is True
     assert read_trajectory(RunDir(run).trajectory_file("t1", 0)).answer == "42"
 
@@ -230,7 +236,7 @@ def test_parallel_branches_each_get_their_own_seed_and_file(
 
 def test_a_candidate_the_verifier_leaves_out_is_pruned() -> None:
     verifier, adapter = scripted([verdicts((True, 0.7))], "v")
-    found, reply, problem = asyncio.run(
+    found, reply, problem, _ = asyncio.run(
         verify(verifier, question="Q?", answers=["42", "forty-two"], path="", candidates=["x", "y"])
     )
     assert [(v.keep, v.score) for v in found] == [(True, 0.7), (False, 0.0)]

@@ -181,10 +181,12 @@ class ExploringAgent:
         search = _Search(self, task, replace(ctx, roles=roles), verifier)
         leaf = await search.run()
         if leaf is None:
-            return self._no_path(task, ctx, search.expansions)
-        return await self._write_path(task, replace(ctx, roles=roles), leaf)
+            return self._no_path(task, ctx, search)
+        return await self._write_path(task, replace(ctx, roles=roles), leaf, search.stats)
 
-    async def _write_path(self, task: AgentTask, ctx: AgentContext, leaf: _Node) -> Trajectory:
+    async def _write_path(
+        self, task: AgentTask, ctx: AgentContext, leaf: _Node, stats: Mapping[str, float]
+    ) -> Trajectory:
         """The successful path replayed into the task's own trajectory."""
         scores = iter(leaf.scores)
 
@@ -211,15 +213,16 @@ class ExploringAgent:
             parent_run_id=leaf.parent[0],
             parent_event_id=leaf.parent[1],
             after=verdict_after,
+            end_stats=stats,
         )
         replayed = replace(
             ctx, model=replay_model(ctx.model, Replay(leaf.replies, live=0)), trajectory=writer
         )
         return await self.inner.run(task, replayed)
 
-    def _no_path(self, task: AgentTask, ctx: AgentContext, expansions: int) -> Trajectory:
+    def _no_path(self, task: AgentTask, ctx: AgentContext, search: _Search) -> Trajectory:
         message = (
-            f"tree exploration found no successful path in {expansions} expansion(s); the "
+            f"tree exploration found no successful path in {search.expansions} expansion(s); the "
             f"branches are in {branch_folder(ctx.trajectory.path)}"
         )
         events: list[Event] = [
@@ -233,7 +236,7 @@ class ExploringAgent:
                 config={"explore": self.options.model_dump()},
             ),
             ErrorEvent(error_kind="explore", message=message),
-            RunEnd(status="error", wall_s=0.0, turns=0),
+            RunEnd(status="error", wall_s=0.0, turns=0, stats=dict(search.stats)),
         ]
         for event in events:
             ctx.trajectory.emit(event)
@@ -255,6 +258,15 @@ class _Search:
         self.journal_path = self.folder / "tree.jsonl"
         self.journal = read_journal(self.journal_path)
         self.expansions = 0
+        self.stats: dict[str, float] = {
+            "explore_expansions": 0,
+            "explore_branch_runs": 0,
+            "explore_branch_tokens": 0,
+            "explore_verifier_calls": 0,
+            "explore_verifier_tokens": 0,
+        }
+        """What the search cost this process (branches and verdicts reused from an earlier
+        process are not counted again): written into the task's ``run_end`` stats."""
 
     async def run(self) -> _Node | None:
         stack = [_Node("r", ())]
@@ -262,6 +274,7 @@ class _Search:
         while stack and self.expansions < options.max_expansions:
             node = stack.pop()
             self.expansions += 1
+            self.stats["explore_expansions"] += 1
             steps = await self._expand(node)
             record = self.journal.get(node.name) or await self._judge(node, steps)
             paused: list[_Node] = []
@@ -317,6 +330,10 @@ class _Search:
             with contextlib.suppress(OSError):  # keep them only when the branch left files
                 workspace.rmdir()
                 workspace.parent.rmdir()
+            self.stats["explore_branch_runs"] += 1
+            self.stats["explore_branch_tokens"] += sum(
+                c.usage.total_tokens for c in done.model_calls if not c.cached
+            )
         return branch_step(done, len(node.replies))
 
     async def _judge(self, node: _Node, steps: list[BranchStep]) -> ExpansionRecord:
@@ -347,7 +364,7 @@ class _Search:
             first = steps[asked[0]]
             sent = first.call.sent if first.call is not None else None
             path = render_messages(sent.messages) if sent is not None else ""
-            verdicts, reply_text, problem = await verify(
+            verdicts, reply_text, problem, tokens = await verify(
                 self.verifier,
                 question=self.task.question,
                 answers=self.owner.answers[self.task.id],
@@ -358,6 +375,8 @@ class _Search:
                 records[i].keep, records[i].score = verdict.keep, verdict.score
                 records[i].reason = verdict.reason
             out.verifier_reply, out.verifier_problem = reply_text, problem
+            self.stats["explore_verifier_calls"] += 1
+            self.stats["explore_verifier_tokens"] += tokens
         accept = self.owner.accept
         for record, step in zip(records, steps, strict=True):
             # Checked here, before the journal line: a resumed search does not score again.

@@ -14,7 +14,7 @@ and the event after which the branch diverged (trajectory schema 2's branch poin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from omnilab.models.retry import RetryPolicy
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
 from omnilab.trajectory import (
     Event,
+    RunEnd,
     RunStart,
     Trajectory,
     TrajectoryError,
@@ -108,7 +109,8 @@ def replay_model(real: Model, replay: Replay) -> Model:
 
 class BranchWriter(TrajectoryWriter):
     """A writer over another whose ``run_start`` points at the run and event it branched from,
-    and which calls ``after`` with each event it wrote (to add events of its own after one)."""
+    whose ``run_end`` carries ``end_stats`` too, and which calls ``after`` with each event it
+    wrote (to add events of its own after one)."""
 
     # Delegates to ``inner`` rather than opening a file: the same wrapper serves a branch's new
     # file and the task's trajectory, which the runner opened and closes.
@@ -119,6 +121,7 @@ class BranchWriter(TrajectoryWriter):
         parent_run_id: str | None,
         parent_event_id: str | None,
         after: Callable[[Event], Sequence[Event]] | None = None,
+        end_stats: Mapping[str, float] | None = None,
     ) -> None:
         self.inner = inner
         self.path = inner.path
@@ -128,12 +131,15 @@ class BranchWriter(TrajectoryWriter):
         self.parent_run_id = parent_run_id
         self.parent_event_id = parent_event_id
         self.after = after
+        self.end_stats = dict(end_stats or {})
 
     def emit(self, event: Event) -> None:
         if isinstance(event, RunStart) and self.parent_run_id is not None:
             # Set on the event itself: the session returns the same objects it wrote.
             event.parent_run_id = self.parent_run_id
             event.parent_event_id = self.parent_event_id
+        if isinstance(event, RunEnd):
+            event.stats.update(self.end_stats)
         self.inner.emit(event)
         for extra in self.after(event) if self.after is not None else ():
             self.inner.emit(extra)

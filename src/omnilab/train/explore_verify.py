@@ -107,10 +107,10 @@ async def verify(
     answers: Sequence[str],
     path: str,
     candidates: Sequence[str],
-) -> tuple[list[Verdict], str, str | None]:
+) -> tuple[list[Verdict], str, str | None, int]:
     """Ask ``verifier`` about ``candidates``: the verdicts (one per candidate, in order; a
-    candidate the reply leaves out is pruned), the reply text, and what was wrong with the reply
-    (``None`` when it was readable)."""
+    candidate the reply leaves out is pruned), the reply text, what was wrong with the reply
+    (``None`` when it was readable), and the tokens the call took."""
     listed = "\n\n".join(f"Candidate {i}:\n{text}" for i, text in enumerate(candidates, 1))
     prompt = render_in(
         "omnilab.train",
@@ -141,4 +141,4 @@ async def verify(
         by_index.get(i, Verdict(candidate=i, keep=False, reason=missing))
         for i in range(1, len(candidates) + 1)
     ]
-    return verdicts, reply, problem
+    return verdicts, reply, problem, output.usage.total_tokens
