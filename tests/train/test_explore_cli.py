@@ -29,6 +29,7 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
     out = tmp_path / "run"
     args = ["explore", "jsonl", "--data", data, "--model", f"scripted:{agent}"]
     args += ["--verifier", f"scripted:{verifier}", "--branches", "2", "--sequential", "--out", out]
+    args += ["--role", f"perception=scripted:{verifier}"]
     result = runner.invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     assert "1 of 1 with a successful path" in result.output
@@ -39,7 +40,10 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
     ]
     main = read_trajectory(RunDir(out).trajectory_file("t1", 0))
     assert main.answer == "42"
-    assert RunDir(out).read_config().roles == {"verifier": f"scripted:{verifier}"}
+    assert RunDir(out).read_config().roles == {
+        "perception": f"scripted:{verifier}",
+        "verifier": f"scripted:{verifier}",
+    }
     # A resume needs nothing but the folder and runs nothing again.
     again = runner.invoke(app, ["explore", "--out", str(out), "--resume"])
     assert again.exit_code == 0, again.output
@@ -49,6 +53,10 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
         (["explore", "jsonl", "--data", str(data)], "--out DIR"),
         (["explore", "jsonl", "--data", str(data), "--out", str(tmp_path / "x")], "--verifier"),
         (["explore", "jsonl", *map(str, args[2:])], "already holds a run"),
+        (
+            [*map(str, args[:-2]), "--role", "verifier=x:y", "--out", str(tmp_path / "z")],
+            "not as a role",
+        ),
     ]:
         failed = runner.invoke(app, bad)
         assert failed.exit_code != 0

@@ -38,6 +38,10 @@ def explore(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="The agent's model, provider:model.")
     ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", help="ROLE=MODEL for a further model of the scaffold (perception)."),
+    ] = None,
     verifier: Annotated[
         str | None,
         typer.Option(
@@ -123,6 +127,7 @@ def explore(
                 branches=branches, max_expansions=max_expansions, parallel=parallel
             ),
             agent_options=parse_pairs(agent_option, "--agent-option", parse_json=True),
+            roles=parse_pairs(role, "--role", parse_json=False),
             media_root=media_root,
             tools=split_values([tools]) if tools is not None else None,
             budgets=Budgets(max_turns=max_turns) if max_turns else None,

@@ -43,6 +43,7 @@ def explore_config(
     verifier: str,
     options: ExploreOptions,
     agent_options: Mapping[str, Any] | None = None,
+    roles: Mapping[str, str] | None = None,
     media_root: Path | None = None,
     tools: Sequence[str] | None = None,
     budgets: Budgets | None = None,
@@ -52,9 +53,12 @@ def explore_config(
     concurrency: int | None = None,
     seed: int = 0,
 ) -> RunConfig:
-    """The run config of an exploration of ``dataset`` with scaffold ``agent``."""
+    """The run config of an exploration of ``dataset`` with scaffold ``agent`` (``roles``: the
+    scaffold's further models, e.g. ``perception``)."""
     if EXPLORE_OPTION in (agent_options or {}):
         raise BenchError(f"agent option {EXPLORE_OPTION!r} is taken by tree exploration")
+    if VERIFIER_ROLE in (roles or {}):
+        raise BenchError("give the verifier with --verifier, not as a role")
     return new_config(
         dataset,
         data,
@@ -62,7 +66,7 @@ def explore_config(
         model=model,
         media_root=media_root,
         agent_options={**(agent_options or {}), EXPLORE_OPTION: options.model_dump()},
-        roles={VERIFIER_ROLE: verifier},
+        roles={**(roles or {}), VERIFIER_ROLE: verifier},
         tools=tools,
         budgets=budgets,
         scorer=scorer,
