@@ -1,4 +1,5 @@
-"""Agent prompt templates: files under ``omnilab/agents/prompts/``, rendered strictly.
+"""Prompt templates: files under ``omnilab/agents/prompts/`` (or another package's ``prompts/``,
+e.g. ``omnilab.train``), rendered strictly.
 
 A template file starts with ``#`` comment lines naming its source; the rest is the prompt, with
 ``${name}`` placeholders (:class:`string.Template`). Rendering fails loudly when a placeholder
@@ -11,13 +12,13 @@ import string
 from functools import cache
 from importlib import resources
 
-__all__ = ["load_template", "render", "template_names"]
+__all__ = ["load_template", "render", "render_in", "template_names"]
 
 
 @cache
-def load_template(name: str) -> string.Template:
-    """The template in ``prompts/<name>.txt``, without its header comment."""
-    path = resources.files("omnilab.agents").joinpath("prompts").joinpath(f"{name}.txt")
+def load_template(name: str, package: str = "omnilab.agents") -> string.Template:
+    """The template in ``prompts/<name>.txt`` of ``package``, without its header comment."""
+    path = resources.files(package).joinpath("prompts").joinpath(f"{name}.txt")
     lines = path.read_text(encoding="utf-8").splitlines()
     start = 0
     while start < len(lines) and lines[start].startswith("#"):
@@ -33,7 +34,12 @@ def template_names() -> list[str]:
 
 def render(name: str, **values: object) -> str:
     """Template ``name`` filled with ``values``; ``KeyError``/``ValueError`` if they do not fit."""
-    template = load_template(name)
+    return render_in("omnilab.agents", name, **values)
+
+
+def render_in(package: str, name: str, /, **values: object) -> str:
+    """:func:`render` for a template in ``package``'s ``prompts/`` (e.g. ``omnilab.train``)."""
+    template = load_template(name, package)
     unused = set(values) - set(template.get_identifiers())
     if unused:
         raise ValueError(f"template {name!r} has no placeholder for {', '.join(sorted(unused))}")

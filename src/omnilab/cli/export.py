@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.cli.export_dpo import dpo
 from omnilab.cli.export_groups import rl_groups
 from omnilab.errors import OmnilabError
 
-__all__ = ["app", "rl", "sft"]
+__all__ = ["app", "dpo", "rl", "sft"]
 
 app = typer.Typer(
     help="Turn runs into training data (SFT chats, OmniAgent steps) and datasets into RL "
@@ -179,3 +180,4 @@ def rl(
 app.command("sft")(sft)
 app.command("rl")(rl)
 app.command("rl-groups")(rl_groups)
+app.command("dpo")(dpo)

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tools": ("omnilab.cli.tools:tools", "List the tools agents can use, with their schemas."),
     "agents": ("omnilab.cli.tools:agents", "List the agents, with their options."),
     "eval": ("omnilab.cli.eval:eval_", "Run an agent on a benchmark."),
+    "explore": ("omnilab.cli.explore:explore", "Hindsight-guided tree exploration of a dataset."),
     "protocols": ("omnilab.cli.protocols:protocols", "Reproduction presets of published setups."),
     "score": ("omnilab.cli.runs:score", "Score a run's answers again (another judge or scorer)."),
     "metrics": ("omnilab.cli.runs:metrics", "Metrics of a run (Pass@1, EM, groups, cost)."),

@@ -29,6 +29,7 @@ __all__ = [
     "sharegpt_dataset_info",
     "sharegpt_row",
     "tool_schemas",
+    "trl_message",
     "trl_row",
 ]
 
@@ -189,7 +190,9 @@ def sharegpt_dataset_info(name: str, file_name: str) -> JsonDict:
 # --- TRL -----------------------------------------------------------------------------------------
 
 
-def _trl_message(message: Message, images: list[str]) -> JsonDict:
+def trl_message(message: Message, images: list[str]) -> JsonDict:
+    """``message`` as TRL's conversational message; image paths go to ``images`` (the row's
+    column). Shared by the SFT rows and the DPO pairs (:mod:`omnilab.train.dpo_rows`)."""
     if all(isinstance(p, Text) for p in message.content):
         content: Any = message.text
     else:
@@ -222,7 +225,7 @@ def trl_row(example: Example) -> JsonDict:
     """A whole trajectory: ``{"messages", "tools"}``; one call: ``{"prompt", "completion", "tools"}``
     (plus ``images`` when the chat holds images)."""
     images: list[str] = []
-    chat = [_trl_message(m, images) for m in example.messages]
+    chat = [trl_message(m, images) for m in example.messages]
     row: JsonDict
     if example.step is None:
         row = {"messages": chat}

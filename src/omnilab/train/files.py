@@ -115,16 +115,31 @@ def _trl(row: JsonDict) -> list[str]:
             return ["completion is not one assistant message"]
     if not any(m["role"] == "assistant" for m in chat):
         return ["no assistant message"]
-    images = sum(
+    if _image_parts(chat) != len(row.get("images", [])):
+        return ["image parts and images entries differ in number"]
+    return []
+
+
+def _image_parts(chat: list[JsonDict]) -> int:
+    return sum(
         1
         for m in chat
         if isinstance(m["content"], list)
         for p in m["content"]
         if p.get("type") == "image"
     )
-    if images != len(row.get("images", [])):
-        return ["image parts and images entries differ in number"]
-    return []
+
+
+def _trl_dpo(row: JsonDict) -> list[str]:
+    # TRL's conversational preference rows: a prompt, one assistant message on each side.
+    problems = [] if row.get("prompt") else ["no prompt"]
+    for side in ("chosen", "rejected"):
+        if [m["role"] for m in row.get(side, [])] != ["assistant"]:
+            problems.append(f"{side} is not one assistant message")
+    chat = [*row.get("prompt", []), *row.get("chosen", []), *row.get("rejected", [])]
+    if _image_parts(chat) != len(row.get("images", [])):
+        problems.append("image parts and images entries differ in number")
+    return problems
 
 
 _STEP_KEYS = {
@@ -165,6 +180,7 @@ _RULES: dict[str, Callable[[JsonDict], list[str]]] = {
     "openai": _openai,
     "sharegpt": _sharegpt,
     "trl": _trl,
+    "trl-dpo": _trl_dpo,
     "omniagent-steps": _steps,
     "omniagent": _omniagent_rl,
     "verl": _verl,
