@@ -21,7 +21,9 @@ than ``requested``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,13 @@ _EPS = 1e-6
 # Without a probed keyframe interval probe saw fewer than two keyframes in its scan (about a
 # minute of video at 25 fps), so keyframes are at least that sparse: decode onward up to this far.
 _UNKNOWN_GOP_SECONDS = 60.0
+# Decoding workers at most: each holds a container and a decoder, and frames of GOPs far apart
+# are the only work they split.
+_MAX_WORKERS = 4
+# Below this many frames of estimated decoding a request stays in one worker.
+_PARALLEL_MIN_FRAMES = 150
+# Decoding cost of a keyframe (plus its seek) in P-frame units, for sharing work among workers.
+_KEYFRAME_COST = 4.0
 _TRANSPOSE = {
     90: Image.Transpose.ROTATE_90,
     180: Image.Transpose.ROTATE_180,
@@ -168,29 +177,110 @@ def _extract(
         raise MediaError(
             MediaErrorCode.INVALID_RANGE, f"max_edge must be at least 1 pixel (got {edge})"
         )
+    batches = _plan(info, sorted(set(requested)), keyframes_only)
+    shown: dict[float, _Shown] = {}
+    if len(batches) == 1:
+        shown = _pick_batch(info, batches[0], edge, keyframes_only, _threads(batches[0]))
+    else:
+        # Each worker has its own container and decoder; PyAV releases the GIL while FFmpeg
+        # demuxes, decodes and scales, so the batches decode on as many cores as there are.
+        with ThreadPoolExecutor(len(batches), thread_name_prefix="omnilab-frames") as pool:
+            jobs = [
+                pool.submit(_pick_batch, info, batch, edge, keyframes_only, "NONE")
+                for batch in batches
+            ]
+            for job in jobs:
+                shown.update(job.result())
+    return [
+        Frame(image=image, timestamp=timestamp, requested=t, keyframe=key)
+        for t in requested
+        for image, timestamp, key in [shown[t]]
+    ]
+
+
+# (image, timestamp, keyframe) of the frame shown at a requested time.
+_Shown = tuple[Image.Image, float, bool]
+
+
+def _plan(info: MediaInfo, times: list[float], keyframes_only: bool) -> list[list[list[float]]]:
+    """Split sorted ``times`` into batches of groups, one batch per decoding worker.
+
+    A group is a run of times one forward decode serves (no gap wider than the seek distance
+    of :class:`_Picker`), so splitting between groups never decodes a GOP twice. Groups are
+    dealt to workers largest first by their decoding cost in frames (a seek lands on average
+    half a GOP before its time); small requests stay in one worker, where starting a thread
+    and opening the file again would cost more than they save.
+    """
+    gap = max(info.keyframe_interval or _UNKNOWN_GOP_SECONDS, 1.0 / (info.fps or 25.0))
+    groups: list[list[float]] = []
+    for t in times:
+        if groups and t - groups[-1][-1] <= gap:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    fps = info.fps or 25.0
+    gop = info.keyframe_interval or _UNKNOWN_GOP_SECONDS
+
+    def cost(group: list[float]) -> float:
+        if keyframes_only:
+            return _KEYFRAME_COST * len(group)
+        return (gop / 2 + group[-1] - group[0]) * fps
+
+    workers = min(_workers(), len(groups))
+    if workers < 2 or sum(map(cost, groups)) < _PARALLEL_MIN_FRAMES:
+        return [groups]
+    loads = [0.0] * workers
+    batches: list[list[list[float]]] = [[] for _ in range(workers)]
+    for group in sorted(groups, key=cost, reverse=True):
+        i = loads.index(min(loads))
+        batches[i].append(group)
+        loads[i] += cost(group)
+    return [sorted(b) for b in batches if b]
+
+
+def _workers() -> int:
+    """Cores this process may run on, at most ``_MAX_WORKERS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(_MAX_WORKERS, cores))
+
+
+def _threads(batch: list[list[float]]) -> str:
+    """Decoder threading for a worker that serves ``batch`` alone.
+
+    Frame threads overlap consecutive frames of one long decode, but after every seek their
+    pipeline is flushed and refilled: for many short decodes they cost more CPU (measured
+    on 50 seeks through a 720p H.264 file: 2.6 CPU s with frame threads, 1.7 without) and
+    no wall-clock time.
+    """
+    return "AUTO" if len(batch) == 1 else "NONE"
+
+
+def _pick_batch(
+    info: MediaInfo,
+    batch: list[list[float]],
+    edge: int | None,
+    keyframes_only: bool,
+    threads: str,
+) -> dict[float, _Shown]:
+    """The frame shown at each time of ``batch`` (groups of sorted times), decoded in order."""
     transpose = _TRANSPOSE.get(info.rotation % 360)
+    shown: dict[float, _Shown] = {}
     # Keyed by pts: neighbouring requests often land on the same frame, converted only once.
-    shown: dict[float, tuple[int, bool]] = {}
     images: dict[int, Image.Image] = {}
     # One reformatter keeps its swscale context: setting one up costs as much as converting.
     reformatter = VideoReformatter()
     with open_input(info.path) as container:
-        picker = _Picker(container, info, keyframes_only=keyframes_only)
-        for t, (pts, frame) in picker.pick(sorted(set(requested))):
+        picker = _Picker(container, info, keyframes_only=keyframes_only, threads=threads)
+        for t, (pts, frame) in picker.pick([t for group in batch for t in group]):
             # Converted as soon as chosen, so decoded frames go back to the decoder's pool.
             if pts not in images:
                 image = resize(_rgb(frame, reformatter), edge)
                 images[pts] = image.transpose(transpose) if transpose is not None else image
-            shown[t] = (pts, bool(frame.key_frame))
-    return [
-        Frame(
-            image=images[shown[t][0]],
-            timestamp=picker.seconds(shown[t][0]),
-            requested=t,
-            keyframe=shown[t][1],
-        )
-        for t in requested
-    ]
+            shown[t] = (images[pts], picker.seconds(pts), bool(frame.key_frame))
+    return shown
 
 
 def _rgb(frame: av.VideoFrame, reformatter: VideoReformatter) -> Image.Image:
@@ -213,7 +303,12 @@ class _Picker:
     """Walks one video stream forward, choosing the frame displayed at each sorted time."""
 
     def __init__(
-        self, container: av.container.InputContainer, info: MediaInfo, *, keyframes_only: bool
+        self,
+        container: av.container.InputContainer,
+        info: MediaInfo,
+        *,
+        keyframes_only: bool,
+        threads: str = "AUTO",
     ) -> None:
         self.container = container
         self.info = info
@@ -223,9 +318,9 @@ class _Picker:
             self.vs.codec_context.skip_frame = "NONKEY"
             # One packet per seek leaves frame threads nothing to overlap, and starting their
             # pipeline after every seek costs more than the keyframe itself; slices still help.
-            self.vs.thread_type = "SLICE"
+            self.vs.thread_type = "SLICE" if threads == "AUTO" else threads
         else:
-            self.vs.thread_type = "AUTO"
+            self.vs.thread_type = threads
         self.tb = float(self.vs.time_base) if self.vs.time_base else 1.0 / av.time_base
         self.origin = info.start_time
         self.frame_seconds = 1.0 / info.fps if info.fps else 0.04
