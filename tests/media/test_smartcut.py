@@ -82,6 +82,15 @@ def test_smart_cut_matches_the_whole_encode(
     with av.open(str(smart)) as c:
         extradata = bytes(c.streams.video[0].codec_context.extradata or b"")
     assert extradata[0] == 1 and extradata[5] & 0x1F == 2  # avcC with both SPS
+    with av.open(str(smart)) as c:
+        vs = c.streams.video[0]
+        keys = [
+            [u[0] & 0x1F for u in smartcut._units(bytes(p), 4)]
+            for p in c.demux(vs)
+            if p.size and p.is_keyframe
+        ]
+    # Every GOP, copied or encoded, starts at an IDR, and no parameter set is in-band.
+    assert len(keys) >= 2 and all(5 in k and 7 not in k and 8 not in k for k in keys)
 
 
 def test_smart_cut_only_where_it_applies(
@@ -114,3 +123,18 @@ def test_nal_unit_forms() -> None:
     assert smartcut._ue_at(b"\x67\x64\x00\x1f\x80", 3) == 0
     assert smartcut._ue_at(b"\x67\x64\x00\x1f\x40", 3) == 1  # '010' is 1
     assert smartcut._ue_at(b"\x68\x60", 0) == 2  # '011' is 2
+
+
+def test_clips_cached_before_smart_cut_are_not_reused(
+    video: Path, tmp_path: Path, used: list[bool]
+) -> None:
+    from omnilab.media.cache import MediaCache
+
+    cache = MediaCache(tmp_path / "cache", max_bytes=1 << 30)
+    # An entry under the key clips had before smart cut (version 1 of the clip's output).
+    old_params = {"start": 0.5, "end": 3.5, "size": (320, 240), "v": 1}
+    old = cache.get_or_create(
+        cache.key(video, "clip", old_params), ".mp4", lambda p: p.write_bytes(b"old clip")
+    )
+    new = clip(video, 0.5, 3.5, cache=cache)
+    assert new != old and used == [True] and probe(new).has_video

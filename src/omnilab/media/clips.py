@@ -203,7 +203,8 @@ def _encode_smart(
         # Encoded packets have no reordering delay (no B-frames); they take the copied ones'
         # (pts - dts), so decode times stay increasing across the joins.
         boundary, delay = (copied[0][0], copied[0][0] - copied[0][1]) if copied else (0, 0)
-        encoded = _encode_edges(info, start, end, cut, (vin.width, vin.height), fps, x264)
+        size = (vin.width, vin.height)
+        encoded = _encode_edges(info, start, end, cut, size, fps, x264, vin.sample_aspect_ratio)
         sps, pps, datas = smartcut.encoded_edges(encoded)
         head: list[tuple[int, int, av.Packet[Any]]] = []
         tail: list[tuple[int, int, av.Packet[Any]]] = []
@@ -253,6 +254,7 @@ def _encode_edges(
     size: tuple[int, int],
     fps: Fraction,
     x264: dict[str, str],
+    sar: Fraction | None,
 ) -> list[av.Packet[Any]]:
     """The head (frames before the first copied keyframe) and the tail (from the keyframe the
     copy stops before), encoded by one x264 whose parameter sets take ``cut.free_id``."""
@@ -263,6 +265,8 @@ def _encode_edges(
     enc.pix_fmt = "yuv420p"
     enc.time_base = _TIME_BASE
     enc.framerate = fps
+    if sar:
+        enc.sample_aspect_ratio = sar  # as the copied pictures have it
     # No B-frames: decode order is display order, which keeps the joins simple.
     enc.options = {**x264, "x264-params": f"sps-id={cut.free_id}:bframes=0", "forced-idr": "1"}
     packets: list[av.Packet[Any]] = []

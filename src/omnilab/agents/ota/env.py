@@ -240,7 +240,9 @@ class OtaEnv:
                 # per request instead of per frame.
                 paths[i].parent.mkdir(parents=True, exist_ok=True)
                 tmp = paths[i].with_name(f".{paths[i].name}.tmp")
-                shots[i].image.convert("RGB").save(tmp, format="JPEG", quality=_JPEG_QUALITY)
+                image = shots[i].image
+                image = image if image.mode == "RGB" else image.convert("RGB")
+                image.save(tmp, format="JPEG", quality=_JPEG_QUALITY)
                 tmp.replace(paths[i])
 
             # Pillow releases the GIL while it encodes: the JPEGs are written on both cores.
