@@ -138,3 +138,26 @@ def test_clips_cached_before_smart_cut_are_not_reused(
     )
     new = clip(video, 0.5, 3.5, cache=cache)
     assert new != old and used == [True] and probe(new).has_video
+
+
+def test_a_silent_video_is_smart_cut_without_sound(
+    media_dir: Path, tmp_path: Path, used: list[bool]
+) -> None:
+    silent = synth.make_video(media_dir / "silent-4s.mp4", duration=4.0, audio=False)
+    out = clip(silent, 0.5, 3.5, out=tmp_path / "silent.mp4")
+    info = probe(out)
+    assert used == [True] and not info.has_audio
+    assert info.duration == pytest.approx(3.0, abs=1 / FPS)
+
+
+def test_a_failing_smart_cut_falls_back_to_the_whole_encode(
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.media.errors import MediaError, MediaErrorCode
+
+    def broken(*_args: object) -> None:
+        raise MediaError(MediaErrorCode.CORRUPT, "damaged near the cut")
+
+    monkeypatch.setattr(smartcut, "plan", broken)
+    out = clip(video, 0.5, 3.5, out=tmp_path / "whole.mp4")
+    assert probe(out).duration == pytest.approx(3.0, abs=1 / FPS + 1024 / 44_100)

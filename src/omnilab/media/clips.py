@@ -97,8 +97,14 @@ def clip(
     smart = smart_cut and size == (info.width, info.height)
 
     def produce(dest: Path) -> None:
-        if not (smart and _encode_smart(info, s, e, dest, x264)):
-            _encode(info, s, e, size, dest, x264)
+        if smart:
+            try:
+                if _encode_smart(info, s, e, dest, x264):
+                    _check_output(info, s, e, dest)
+                    return
+            except MediaError:
+                pass  # damage near the cut: the whole encode decides what to report
+        _encode(info, s, e, size, dest, x264)
         _check_output(info, s, e, dest)
 
     params: dict[str, object] = {"start": s, "end": e, "size": size, "v": _CACHE_VERSION}
