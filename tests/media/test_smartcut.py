@@ -123,6 +123,8 @@ def test_nal_unit_forms() -> None:
     assert smartcut._ue_at(b"\x67\x64\x00\x1f\x80", 3) == 0
     assert smartcut._ue_at(b"\x67\x64\x00\x1f\x40", 3) == 1  # '010' is 1
     assert smartcut._ue_at(b"\x68\x60", 0) == 2  # '011' is 2
+    assert smartcut._ue_at(b"\x67\x64\x00", 3) == -1  # cut short: no id to read
+    assert smartcut._ue_at(b"\x68\x00", 0) == -1
 
 
 def test_clips_cached_before_smart_cut_are_not_reused(

@@ -78,7 +78,7 @@ def plan(
     length_size, sps, pps = params
     used = {_ue_at(s, 3) for s in sps} | {_ue_at(p, 0) for p in pps}
     free = next((i for i in range(32) if i not in used), None)
-    if free is None or any(len(s) < 4 for s in sps):
+    if free is None or -1 in used:
         return None
     d = 1.0 / info.fps
     tb = float(vs.time_base)
@@ -216,7 +216,9 @@ def _is_idr(data: bytes, length_size: int) -> bool:
 def _ue_at(unit: bytes, offset: int) -> int:
     """The exp-Golomb number starting at byte ``offset`` after the NAL header byte: the id of
     an SPS (offset 3, after profile, constraints and level) or a PPS (offset 0). Emulation
-    prevention bytes cannot occur this early in either."""
+    prevention bytes cannot occur this early in either. -1 where the unit is cut short."""
     bits = "".join(f"{b:08b}" for b in unit[1 + offset : 1 + offset + 8])
     zeros = len(bits) - len(bits.lstrip("0"))
-    return int(bits[zeros : 2 * zeros + 1], 2) - 1
+    code = bits[zeros : 2 * zeros + 1]
+    # -1 for a unit too short to hold the number (damaged): the caller then copies nothing.
+    return int(code, 2) - 1 if len(code) == zeros + 1 else -1
