@@ -11,7 +11,8 @@ are fast on a long 720p video.
 2. Media per action on the 60-minute video, through the agent's own environment
    (``agents/ota/env.py``) with an empty media cache each run: 50 exact frames spread over the
    video (target <= 1.5 s), 60 s of 16 kHz audio (<= 0.3 s), a 30 s H.264 clip with sound
-   (<= 3 s); then each again from the cache.
+   (<= 3 s); then each again from the cache. Then, unless ``--no-before``, the same requests
+   made the old way (before the speed work of issue 13), for before/after figures in one run.
 
 Usage::
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import resource
@@ -34,7 +36,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +190,57 @@ def media_timings(
     return out
 
 
+@contextmanager
+def _old_strategy() -> Iterator[None]:
+    """The media layer as it worked before issue 13's speed work, for before/after rows:
+    frames in one worker with frame-threaded decoding, audio resampled frame by frame (the
+    clip's old path is ``clip(smart_cut=False)``)."""
+    video_module = importlib.import_module("omnilab.media.video")
+    audio_module = importlib.import_module("omnilab.media.audio")
+    saved = (video_module._workers, video_module._threads, audio_module._Batch.fits)
+    video_module._workers = lambda: 1
+    video_module._threads = lambda _batch: "AUTO"
+    audio_module._Batch.fits = lambda self, _frame: not self.frames  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        video_module._workers, video_module._threads, audio_module._Batch.fits = saved
+
+
+def layer_timings(
+    video: Path, repeat: int, scratch: Path, *, old: bool
+) -> dict[str, tuple[float, float]]:
+    """Best cold (wall, CPU) seconds of the three requests to the media layer alone (no JPEG
+    encoding, no agent), made the old way (``old``) or the current one."""
+    from omnilab.media import audio_segment, clip, frames
+
+    info = probe(video)
+    duration = info.duration or 3600.0
+    middle = duration / 2
+    o = OtaOptions()
+    runs: dict[str, Callable[[], object]] = {
+        "frames": lambda: frames(video, 60.0, duration - 60.0, FRAMES),
+        "audio": lambda: audio_segment(video, middle, middle + AUDIO_S),
+        "clip": lambda: clip(
+            video,
+            middle + 100,
+            middle + 100 + CLIP_S,
+            preset=o.clip_preset,
+            crf=o.clip_crf,
+            smart_cut=not old,
+        ),
+    }
+    out = {}
+    with _old_strategy() if old else nullcontext():
+        for name, run in runs.items():
+            times = []
+            for i in range(repeat):
+                _fresh_cache(scratch / f"layer-{old}-{i}")
+                times.append(_timed(run))
+            out[name] = min(times)
+    return out
+
+
 def main() -> None:
     args = _parse_args()
     short = media_bench.ensure_video(args.data_dir, 1.0)
@@ -240,6 +294,20 @@ def main() -> None:
                 f"{name:<52} cold {cold[0]:6.3f} s (CPU {cold[1]:6.3f} s)  "
                 f"cached {warm[0]:6.3f} s  target {target:g} s {verdict}"
             )
+        if not args.no_before:
+            print(
+                f"\nthe media layer alone, before/after (best of {args.repeat}, cold); before = "
+                "one frame worker with frame threads, audio resampled frame by frame, the clip "
+                "encoded whole"
+            )
+            before = layer_timings(long, args.repeat, scratch, old=True)
+            after = layer_timings(long, args.repeat, scratch, old=False)
+            for name, (wall, cpu) in before.items():
+                now = after[name]
+                print(
+                    f"{name:<8} before {wall:6.3f} s (CPU {cpu:6.3f} s)  "
+                    f"after {now[0]:6.3f} s (CPU {now[1]:6.3f} s)"
+                )
     print(f"\nload average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
@@ -252,6 +320,9 @@ def _parse_args() -> argparse.Namespace:
         help="where the test videos are kept (default: the omnilab cache folder)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best kept)")
+    parser.add_argument(
+        "--no-before", action="store_true", help="skip the rows measured the old way"
+    )
     return parser.parse_args()
 
 

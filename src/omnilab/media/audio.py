@@ -156,41 +156,50 @@ def iter_audio(
     """
     window = _Window(round(start * rate), round((end - start) * rate), round(_JITTER_S * rate))
     longest = 0  # samples of the longest source frame, converted to ``rate``
-    others_end = 0.0  # where the other tracks' data ends: a short sound track is not damage
+    resampler: av.AudioResampler | None = None
+    params: tuple[str, str, int] | None = None
+
+    def resampled(frame: av.AudioFrame | None) -> Iterator[NDArray[np.float32]]:
+        nonlocal resampler, params
+        if frame is None:  # the end: what the resampler still holds
+            if resampler is not None:
+                yield from window.push_all(resampler.resample(None), info)
+            return
+        current = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if resampler is None or current != params:
+            # A track may change rate or channels midway; a resampler has fixed input.
+            yield from resampled(None)
+            resampler = av.AudioResampler(
+                format="fltp", layout=layout, rate=rate, options=_MIX_OPTIONS
+            )
+            params = current
+        yield from window.push_all(resampler.resample(frame), info)
+
     with open_input(info.path) as container:
         stream = container.streams.audio[0]
         seeked = seek_before(container, stream, info, start - _PREROLL_S)
-        resampler: av.AudioResampler | None = None
-        params: tuple[str, str, int] | None = None
-        for packet in container.demux():
-            if packet.stream.index != stream.index:
-                others_end = max(others_end, _packet_end(packet, info))
-                continue
+        batch = _Batch()
+        # Only the sound track is demuxed: the other tracks' packets are skipped unread.
+        for packet in container.demux(stream):
             for frame in stream.decode(packet):
                 longest = max(longest, -(-frame.samples * rate // frame.sample_rate))
                 if window.pos is None:
                     # Where the track begins after ``start``, the gap is pushed as silence.
                     at = round(_first_time(info, stream, frame, start, seeked) * rate)
                     window.pos = min(at, window.first)
-                current = (frame.format.name, frame.layout.name, frame.sample_rate)
-                if resampler is None or current != params:
-                    # A track may change rate or channels midway; a resampler has fixed input.
-                    if resampler is not None:
-                        yield from window.push_all(resampler.resample(None), info)
-                    resampler = av.AudioResampler(
-                        format="fltp", layout=layout, rate=rate, options=_MIX_OPTIONS
-                    )
-                    params = current
-                yield from window.push_all(resampler.resample(frame), info)
-                if window.done:
-                    return
-        if resampler is not None:
-            yield from window.push_all(resampler.resample(None), info)
+                if not batch.fits(frame):
+                    yield from resampled(batch.take())
+                    if window.done:
+                        return
+                batch.add(frame)
+        yield from resampled(batch.take())
+        yield from resampled(None)
     audio_end = None if window.pos is None else window.pos / rate
     window.pos = max(window.pos or 0, window.first)
     shortfall = window.stop - window.pos
-    # The last packet is often shorter than the container's rounded duration says.
-    if shortfall > longest + window.jitter and others_end + end_tolerance(info) < end:
+    # The last packet is often shorter than the container's rounded duration says; a sound
+    # track that ends before the other tracks do is silence, not damage (read only then).
+    if shortfall > longest + window.jitter and _others_end(info, start) + end_tolerance(info) < end:
         ends = "has no decodable audio" if audio_end is None else f"ends at {fmt_s(audio_end)}"
         raise MediaError(
             MediaErrorCode.CORRUPT,
@@ -199,6 +208,77 @@ def iter_audio(
             path=info.path,
         )
     yield from window.silence(shortfall, len(av.AudioLayout(layout).channels))
+
+
+class _Batch:
+    """Joins consecutive decoded frames of one format into one frame of about a second.
+
+    Resampling and placing frames one by one cost more than decoding them (60 s of AAC is
+    2,600 frames: 0.7 s of mostly per-frame Python work against 0.06 s of decoding). A joined
+    frame holds the same samples at the first one's timestamp, and frames join only where the
+    window would have put them next to each other anyway (within ``_JITTER_S``), so the
+    result is unchanged.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[av.AudioFrame] = []
+        self.samples = 0
+        self.params: tuple[str, str, int] = ("", "", 0)
+        self.tb: float | None = None  # seconds per timestamp unit
+        self.next_pts: float | None = None  # where the last frame ends, in timestamp units
+
+    def fits(self, frame: av.AudioFrame) -> bool:
+        """Whether ``frame`` continues the batch (true for the first frame)."""
+        if not self.frames:
+            return True
+        first = self.frames[0]
+        if self.samples >= first.sample_rate or self.next_pts is None or frame.pts is None:
+            return False
+        # Time bases are compared as the (cheap) floats they become; a decoder keeps one per
+        # stream, so a changed float means a changed time base.
+        if self.tb is None or float(frame.time_base or 0) != self.tb:
+            return False
+        if (frame.format.name, frame.layout.name, frame.sample_rate) != self.params:
+            return False
+        return abs(frame.pts - self.next_pts) * self.tb <= _JITTER_S
+
+    def add(self, frame: av.AudioFrame) -> None:
+        """Append ``frame`` (one that :meth:`fits`)."""
+        if not self.frames:
+            self.params = (frame.format.name, frame.layout.name, frame.sample_rate)
+            self.tb = float(frame.time_base) if frame.time_base else None
+        self.frames.append(frame)
+        self.samples += frame.samples
+        if frame.pts is None or self.tb is None:
+            self.next_pts = None
+        else:
+            self.next_pts = frame.pts + frame.samples / frame.sample_rate / self.tb
+
+    def take(self) -> av.AudioFrame | None:
+        """The frames added so far as one (None if there are none); the batch starts empty."""
+        frames = self.frames
+        self.frames, self.samples, self.next_pts = [], 0, None
+        if len(frames) <= 1:
+            return frames[0] if frames else None
+        first = frames[0]
+        data = np.concatenate([f.to_ndarray() for f in frames], axis=1)
+        joined = av.AudioFrame.from_ndarray(data, format=first.format.name, layout=first.layout)
+        joined.sample_rate = first.sample_rate
+        joined.time_base = first.time_base
+        joined.pts = first.pts
+        return joined
+
+
+def _others_end(info: MediaInfo, start: float) -> float:
+    """Where the tracks other than the sound end (demuxing from ``start`` to the end)."""
+    end = 0.0
+    with open_input(info.path) as container:
+        stream = container.streams.audio[0]
+        seek_before(container, stream, info, start - _PREROLL_S)
+        for packet in container.demux():
+            if packet.stream.index != stream.index:
+                end = max(end, _packet_end(packet, info))
+    return end
 
 
 def _packet_end(packet: av.Packet[Any], info: MediaInfo) -> float:

@@ -16,14 +16,17 @@ display matrix all see the same picture, and ``max_edge`` applies to the display
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
 
 from omnilab.config import get_settings
+from omnilab.media import _smartcut as smartcut
 from omnilab.media._open import open_input
 from omnilab.media._validate import check_time_range, require_video
 from omnilab.media.audio import iter_audio, seek_before, write_output
@@ -43,7 +46,8 @@ _AAC_RATES = frozenset(
 _AAC_FRAME = 1024
 # The MPEG clock: fine enough for any frame rate, and what MP4 muxers expect.
 _TIME_BASE = Fraction(1, 90_000)
-_CACHE_VERSION = 1
+# 2: smart cut (whole GOPs copied) where the source allows it.
+_CACHE_VERSION = 2
 
 # (clip time, track: 0 video / 1 audio, frame): tracks are merged into one stream by time.
 _Item = tuple[float, int, av.VideoFrame | av.AudioFrame]
@@ -59,6 +63,7 @@ def clip(
     max_edge: int | None = None,
     preset: str | None = None,
     crf: int | None = None,
+    smart_cut: bool = True,
 ) -> Path:
     """Cut ``[start, end)`` seconds of a video into an MP4 (H.264 yuv420p + AAC) starting at 0.
 
@@ -88,13 +93,25 @@ def clip(
     if crf is not None:
         x264["crf"] = str(crf)
 
+    # Copying whole GOPs needs the source's own size (the copied pictures are not scaled).
+    smart = smart_cut and size == (info.width, info.height)
+
     def produce(dest: Path) -> None:
+        if smart:
+            try:
+                if _encode_smart(info, s, e, dest, x264):
+                    _check_output(info, s, e, dest)
+                    return
+            except MediaError:
+                pass  # damage near the cut: the whole encode decides what to report
         _encode(info, s, e, size, dest, x264)
         _check_output(info, s, e, dest)
 
     params: dict[str, object] = {"start": s, "end": e, "size": size, "v": _CACHE_VERSION}
     if x264 != _X264_OPTIONS:  # default clips keep their cache keys
         params["x264"] = x264
+    if not smart_cut:
+        params["smart_cut"] = False
     return write_output(info.path, "clip", params, ".mp4", produce, out=out, cache=cache)
 
 
@@ -162,6 +179,119 @@ def _encode(
             out.mux(aout.encode(None))
 
 
+def _encode_smart(
+    info: MediaInfo, start: float, end: float, dest: Path, x264: dict[str, str]
+) -> bool:
+    """Write the clip by smart cut (see :mod:`omnilab.media._smartcut`); False where that
+    does not apply (nothing is written then)."""
+    fps = Fraction(info.fps).limit_denominator(1001) if info.fps else Fraction(25)
+    frame_ticks = round(1 / (fps * _TIME_BASE))
+    with open_input(info.path) as container:
+        cut = smartcut.plan(container, info, start, end)
+        if cut is None:
+            return False
+        vin = next(s for s in container.streams.video if not _is_cover_art(s))
+        src_tb = vin.time_base
+        assert src_tb is not None  # plan() checked
+
+        def ticks(pts: int) -> int:
+            return round((float(pts * src_tb) - info.start_time - cut.origin) / _TIME_BASE)
+
+        # (pts, dts, packet) in clip ticks; the packet's own fields are set when muxed.
+        copied: list[tuple[int, int, av.Packet[Any]]] = []
+        for p in cut.packets:
+            if p.dts is None or p.pts is None:
+                return False
+            q = av.Packet(smartcut.to_annexb(bytes(p), cut.length_size))
+            q.duration = round(float((p.duration or 0) * src_tb) / _TIME_BASE) or frame_ticks
+            q.is_keyframe = p.is_keyframe
+            copied.append((ticks(p.pts), ticks(p.dts), q))
+        # Encoded packets have no reordering delay (no B-frames); they take the copied ones'
+        # (pts - dts), so decode times stay increasing across the joins.
+        boundary, delay = (copied[0][0], copied[0][0] - copied[0][1]) if copied else (0, 0)
+        size = (vin.width, vin.height)
+        encoded = _encode_edges(info, start, end, cut, size, fps, x264, vin.sample_aspect_ratio)
+        sps, pps, datas = smartcut.encoded_edges(encoded)
+        head: list[tuple[int, int, av.Packet[Any]]] = []
+        tail: list[tuple[int, int, av.Packet[Any]]] = []
+        for packet, data in zip(encoded, datas, strict=True):
+            pts = packet.pts or 0
+            q = av.Packet(data)
+            q.duration, q.is_keyframe = frame_ticks, packet.is_keyframe
+            (head if pts < boundary else tail).append((pts, pts - delay, q))
+        video = head + copied + tail
+        if any(b[1] <= a[1] for a, b in itertools.pairwise(video)):
+            return False  # reordering differs within the source: re-encode instead
+        # The higher profile first: the avcC record takes its profile and level from it.
+        all_sps = sorted([*sps, *cut.sps], key=lambda u: u[1], reverse=True)
+        with av.open(str(dest), mode="w", format="mp4", options={"movflags": "+faststart"}) as out:
+            vout = out.add_stream_from_template(vin)
+            vout.codec_context.extradata = smartcut.annexb([*all_sps, *pps, *cut.pps])
+            vout.time_base = _TIME_BASE
+            aout: av.audio.stream.AudioStream | None = None
+            audio: Iterator[_Item] = iter(())
+            if info.has_audio:
+                rate, layout = _audio_params(info)
+                stream = out.add_stream("aac", rate=rate, layout=layout)
+                assert isinstance(stream, av.audio.stream.AudioStream)
+                aout = stream
+                audio = _audio_items(info, start, end, rate, layout)
+            # Interleaved by time: video by decode time, audio frames as they are encoded.
+            pending = next(audio, None)
+            for pts, dts, q in video:
+                while aout is not None and pending is not None and pending[0] <= dts * _TIME_BASE:
+                    out.mux(aout.encode(pending[2]))  # type: ignore[arg-type]
+                    pending = next(audio, None)
+                q.pts, q.dts, q.time_base, q.stream = pts, dts, _TIME_BASE, vout
+                out.mux(q)
+            while aout is not None and pending is not None:
+                out.mux(aout.encode(pending[2]))  # type: ignore[arg-type]
+                pending = next(audio, None)
+            if aout is not None:
+                out.mux(aout.encode(None))
+    return True
+
+
+def _encode_edges(
+    info: MediaInfo,
+    start: float,
+    end: float,
+    cut: smartcut.Cut,
+    size: tuple[int, int],
+    fps: Fraction,
+    x264: dict[str, str],
+    sar: Fraction | None,
+) -> list[av.Packet[Any]]:
+    """The head (frames before the first copied keyframe) and the tail (from the keyframe the
+    copy stops before), encoded by one x264 whose parameter sets take ``cut.free_id``."""
+    d = 1.0 / info.fps if info.fps else 0.04
+    enc = av.CodecContext.create("libx264", "w")
+    assert isinstance(enc, av.video.codeccontext.VideoCodecContext)
+    enc.width, enc.height = size
+    enc.pix_fmt = "yuv420p"
+    enc.time_base = _TIME_BASE
+    enc.framerate = fps
+    if sar:
+        enc.sample_aspect_ratio = sar  # as the copied pictures have it
+    # No B-frames: decode order is display order, which keeps the joins simple.
+    enc.options = {**x264, "x264-params": f"sps-id={cut.free_id}:bframes=0", "forced-idr": "1"}
+    packets: list[av.Packet[Any]] = []
+    parts: list[Iterator[_Item]] = []
+    if cut.copy_from > cut.origin + d / 2:
+        parts.append(_video_items(info, start, cut.copy_from + d / 2, size, origin=cut.origin))
+    parts.append(
+        _video_items(info, cut.copy_to, end, size, origin=cut.origin, seek_at=cut.copy_to + d / 2)
+    )
+    for i, part in enumerate(parts):
+        for k, (_, _, frame) in enumerate(part):
+            assert isinstance(frame, av.VideoFrame)
+            if k == 0 and i > 0:
+                frame.pict_type = av.video.frame.PictureType.I  # the tail starts with an IDR
+            packets += enc.encode(frame)
+    packets += enc.encode(None)
+    return packets
+
+
 def _audio_params(info: MediaInfo) -> tuple[int, str]:
     rate = info.sample_rate if info.sample_rate in _AAC_RATES else 48_000
     assert rate is not None
@@ -185,17 +315,26 @@ def _audio_items(
 
 
 def _video_items(
-    info: MediaInfo, start: float, end: float, size: tuple[int, int]
+    info: MediaInfo,
+    start: float,
+    end: float,
+    size: tuple[int, int],
+    *,
+    origin: float | None = None,
+    seek_at: float | None = None,
 ) -> Iterator[_Item]:
-    """Yield ``(clip time, 0, frame)`` for each kept frame, converted for the encoder."""
+    """Yield ``(clip time, 0, frame)`` for each kept frame, converted for the encoder.
+
+    ``origin`` is the source time of clip time 0 (default: the first kept frame); ``seek_at``
+    where to seek (default: one frame before ``start``, the keyframe before it is then used).
+    """
     frame_s = 1.0 / info.fps if info.fps else 0.0
     eps = 1e-6
     with open_input(info.path) as container:
         vin = next(s for s in container.streams.video if not _is_cover_art(s))
         vin.thread_type = "AUTO"
         # Back to the keyframe at or before the first frame we need, then decode forward.
-        seek_before(container, vin, info, start - frame_s)
-        origin: float | None = None
+        seek_before(container, vin, info, start - frame_s if seek_at is None else seek_at)
         last_pts = -1
         for frame in container.decode(vin):
             if frame.pts is None or frame.time_base is None:
@@ -208,8 +347,8 @@ def _video_items(
                 # frame k of a constant-rate clip is at k / fps and video lags audio by at most
                 # half a frame. A video track that really starts later keeps its offset.
                 origin = t if t <= start + frame_s + eps else start
-            elif t >= end - frame_s / 2 - eps:
-                return
+            if last_pts >= 0 and t >= end - frame_s / 2 - eps:
+                return  # the first kept frame stays even in a range shorter than a frame
             pts = max(round((t - origin) / _TIME_BASE), last_pts + 1)
             last_pts = pts
             converted = _convert(frame, size, info.rotation)

@@ -21,6 +21,7 @@ import asyncio
 import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,18 +229,29 @@ class OtaEnv:
         def produce(dest: Path) -> None:
             from omnilab.media.video import frames
 
-            listed = []
-            for i, shot in enumerate(frames(self.source.path, start, end, num, max_edge=edge)):
+            shots = frames(self.source.path, start, end, num, max_edge=edge)
+            paths = [
+                cache.path_for(cache.key(self.source.path, "ota_frame", {**params, "i": i}), ".jpg")
+                for i in range(len(shots))
+            ]
+
+            def save(i: int) -> None:
                 # Written beside the manifest under its lock: one lock and one eviction pass
                 # per request instead of per frame.
-                path = cache.path_for(
-                    cache.key(self.source.path, "ota_frame", {**params, "i": i}), ".jpg"
-                )
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.tmp")
-                shot.image.convert("RGB").save(tmp, format="JPEG", quality=_JPEG_QUALITY)
-                tmp.replace(path)
-                listed.append({"t": shot.timestamp, "path": str(path)})
+                paths[i].parent.mkdir(parents=True, exist_ok=True)
+                tmp = paths[i].with_name(f".{paths[i].name}.tmp")
+                image = shots[i].image
+                image = image if image.mode == "RGB" else image.convert("RGB")
+                image.save(tmp, format="JPEG", quality=_JPEG_QUALITY)
+                tmp.replace(paths[i])
+
+            # Pillow releases the GIL while it encodes: the JPEGs are written on both cores.
+            with ThreadPoolExecutor(2, thread_name_prefix="omnilab-jpeg") as pool:
+                list(pool.map(save, range(len(shots))))
+            listed = [
+                {"t": shot.timestamp, "path": str(path)}
+                for shot, path in zip(shots, paths, strict=True)
+            ]
             dest.write_text(json.dumps(listed), encoding="utf-8")
 
         for _ in range(2):
