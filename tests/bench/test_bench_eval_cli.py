@@ -129,10 +129,11 @@ def test_interrupted_killed_and_resumed_run_loses_and_repeats_nothing(
 ) -> None:
     n = 10
     data = write_dataset(tmp_path, media, n)
-    # Each call hangs 0.25 s then times out and is retried: slow enough to stop mid-run. Any
-    # interleaving of concurrent tasks works, since every answer is the same.
+    # Each call hangs 0.6 s then times out and is retried: slow enough to stop mid-run, even
+    # when a fast, busy machine finishes the rest within a signal's latency (0.25 s was not).
+    # Any interleaving of concurrent tasks works, since every answer is the same.
     model = write_script(
-        tmp_path / "agent.json", [{"timeout": True, "seconds": 0.25}, "<answer>blue</answer>"] * n
+        tmp_path / "agent.json", [{"timeout": True, "seconds": 0.6}, "<answer>blue</answer>"] * n
     )
     judge = write_script(tmp_path / "judge.json", ["Incorrect"] * n)
     out = tmp_path / "run"
