@@ -8,6 +8,7 @@ runs of other agents have none and get ``None``.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from omnilab.trajectory import StepNote, TrajectoryError, read_trajectory
 __all__ = ["SearchStats", "ToolSearchStats", "run_search_stats", "search_stats", "search_table"]
 
 NOTE_LABEL = "search budget"
+_LABEL_JSON = json.dumps(NOTE_LABEL).encode()
 
 
 class ToolSearchStats(BaseModel):
@@ -110,6 +112,10 @@ def run_search_stats(
     for result in chosen:
         path = folder.trajectory_file(result.task_id, result.sample)
         try:
+            # Most runs are of agents that write no such note: a file whose text does not hold
+            # the label cannot have one, and is not decoded (that was most of this function).
+            if _LABEL_JSON not in path.read_bytes():
+                continue
             trajectory = read_trajectory(path)
         except (TrajectoryError, OSError):
             continue
