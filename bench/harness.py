@@ -129,6 +129,13 @@ def write_dataset(folder: Path, tasks: int) -> Path:
     return path
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process so far: all its threads, which wall time
+    under other load does not isolate."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -169,15 +176,18 @@ async def _run(
 
     sampler = asyncio.create_task(sample())
     started = time.perf_counter()
+    cpu_before = _cpu_s()
     outcome = await execute(
         plan, concurrency=concurrency, components=parts, backend=get_backend(backend)
     )
     wall = time.perf_counter() - started
+    cpu = _cpu_s() - cpu_before
     sampler.cancel()
     lines = len((folder / "run" / "results.jsonl").read_text().splitlines())
     return {
         "tasks": tasks,
         "wall_s": wall,
+        "cpu_s": cpu,
         "ideal_s": tasks * calls * latency / concurrency,
         "correct": outcome.summary.pass_at_1.correct,
         "failed": outcome.summary.failed_runs,
@@ -322,7 +332,8 @@ def _throughput(args: argparse.Namespace) -> None:
         verdict = "PASS" if ratio <= 1.3 else "FAIL"
         print(
             f"  {agent:>8}: wall {r['wall_s']:.2f} s, ideal {r['ideal_s']:.2f} s, ratio "
-            f"{ratio:.3f} (<= 1.3: {verdict}); {r['result_lines']} result lines, "
+            f"{ratio:.3f} (<= 1.3: {verdict}); process CPU {r['cpu_s']:.2f} s; "
+            f"{r['result_lines']} result lines, "
             f"{r['correct']} correct, {r['failed']} failed"
         )
 

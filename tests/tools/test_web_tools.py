@@ -130,3 +130,14 @@ def test_importing_the_package_loads_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_schema_shared_copy_is_the_loaded_one_and_fresh_copies_are_independent() -> None:
+    from omnilab.tools.web.schemas import omnigaia_tool_schema
+
+    shared = omnigaia_tool_schema("web_search", fresh=False)
+    assert omnigaia_tool_schema("web_search", fresh=False) is shared  # no copy per task
+    fresh = omnigaia_tool_schema("web_search")
+    assert fresh == shared and fresh is not shared
+    fresh["parameters"]["properties"].clear()
+    assert shared["parameters"]["properties"]  # a caller's edit never reaches the loaded copy

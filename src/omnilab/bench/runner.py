@@ -38,6 +38,7 @@ from omnilab.bench.endpoint_guard import (
 )
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob, task_seed
+from omnilab.bench.gc_pause import run_collections
 from omnilab.bench.header import RunHeader
 from omnilab.bench.metrics import RunSummary, summarize
 from omnilab.bench.plan import Rollout, RunPlan, plan_run
@@ -305,26 +306,29 @@ async def execute(
     guard = DeadEndpointGuard(dead_endpoint_failures)
     # The local backend reuses the executor built above; others build their own from the recipe.
     factory = functools.partial(_same, executor) if chosen.name == "local" else recipe
-    async with ResultLog(run.results_file) as log:
+    # Collections tuned for many small tasks (the loaded heap frozen), undone at the end.
+    with run_collections():
+        async with ResultLog(run.results_file) as log:
 
-        def write(result: TaskResult) -> None:
-            nonlocal ran, failed, reached
-            log.append(result)
-            ran += 1
-            failed += result.error is not None
-            reached += result.model_calls > 0
-            if on_result is not None:
-                on_result(result)
+            def write(result: TaskResult) -> None:
+                nonlocal ran, failed, reached
+                log.append(result)
+                ran += 1
+                failed += result.error is not None
+                reached += result.model_calls > 0
+                if on_result is not None:
+                    on_result(result)
 
-        stream = chosen.run(_jobs(plan, run), factory, concurrency=tasks_at_once)
-        async with contextlib.aclosing(stream) as results:
-            async for result in results:
-                for ready in guard.admit(result):
-                    write(ready)
-        for ready in guard.flush():
-            write(ready)
-    all_results = run.results()
-    summary = summarize(all_results)
+            stream = chosen.run(_jobs(plan, run), factory, concurrency=tasks_at_once)
+            async with contextlib.aclosing(stream) as results:
+                async for result in results:
+                    for ready in guard.admit(result):
+                        write(ready)
+            for ready in guard.flush():
+                write(ready)
+        # Still tuned: reading every result back and summarising them allocates as much again.
+        all_results = run.results()
+        summary = summarize(all_results)
     write_atomic(run.metrics_file, summary.model_dump_json(indent=2) + "\n")
     rollouts = len(plan.tasks) * plan.config.samples
     return RunOutcome(

@@ -8,6 +8,7 @@ runs of other agents have none and get ``None``.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from omnilab.trajectory import StepNote, TrajectoryError, read_trajectory
 __all__ = ["SearchStats", "ToolSearchStats", "run_search_stats", "search_stats", "search_table"]
 
 NOTE_LABEL = "search budget"
+_LABEL_JSON = json.dumps(NOTE_LABEL).encode()
 
 
 class ToolSearchStats(BaseModel):
@@ -105,10 +107,16 @@ def run_search_stats(
 ) -> SearchStats | None:
     """The search statistics of the run folder ``run`` (``None`` when no task has a note)."""
     folder = RunDir(run)
+    if results is None and not any(
+        _has_label(p) for p in folder.path.glob("trajectories/**/*.jsonl")
+    ):
+        return None  # no note anywhere: the results need not be read back either
     chosen = list(results) if results is not None else folder.results()
     notes: list[tuple[StepNote, TaskResult | None]] = []
     for result in chosen:
         path = folder.trajectory_file(result.task_id, result.sample)
+        if not _has_label(path):
+            continue
         try:
             trajectory = read_trajectory(path)
         except (TrajectoryError, OSError):
@@ -117,6 +125,15 @@ def run_search_stats(
         if found:
             notes.append((found[-1], result))
     return search_stats(notes)
+
+
+def _has_label(path: Path) -> bool:
+    # Most runs are of agents that write no such note: a file whose text does not hold the
+    # label cannot have one, and is not decoded (decoding every file was most of the cost).
+    try:
+        return _LABEL_JSON in path.read_bytes()
+    except OSError:
+        return False
 
 
 def search_table(stats: SearchStats) -> Table:

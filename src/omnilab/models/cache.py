@@ -39,14 +39,15 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 def _canonical_message(message: Message) -> dict[str, Any]:
-    # Imported here so that importing the model layer does not load the media decoders.
-    from omnilab.media.cache import file_identity
-
     parts: list[dict[str, Any]] = []
     for part in message.content:
         if isinstance(part, Text):
             parts.append(part.model_dump(mode="json"))
             continue
+        # Imported here, for media parts only: the media package loads PyAV, which neither
+        # importing the model layer nor a text-only run should pay for.
+        from omnilab.media.cache import file_identity
+
         fields = part.model_dump(mode="json", exclude={"path", "data"}, exclude_none=True)
         if part.data is not None:
             fields["sha256"] = hashlib.sha256(part.data).hexdigest()

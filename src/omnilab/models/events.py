@@ -81,7 +81,10 @@ EventSink = Callable[[ModelCallEvent], None]
 
 def _media_name(part: object) -> str:
     name = getattr(part, "name", "?")
-    start, end = getattr(part, "start", None), getattr(part, "end", None)
+    # Fields read from the instance dict: only audio and video have a span, and asking an
+    # image for a missing attribute goes through pydantic's slow __getattr__ on every call.
+    fields = getattr(part, "__dict__", {})
+    start, end = fields.get("start"), fields.get("end")
     if start is None and end is None:
         return str(name)
     return f"{name}[{start or 0:g}-{'' if end is None else f'{end:g}'}]"

@@ -174,9 +174,9 @@ class Model:
             async with endpoint_limit(self.adapter.endpoint).hold(self.concurrency):
                 t0 = time.perf_counter()
                 try:
-                    result = await asyncio.wait_for(
-                        self.adapter.generate(msgs, tool_list, cfg), timeout=timeout
-                    )
+                    # A timeout scope, not wait_for: wait_for ran each call in a task of its own.
+                    async with asyncio.timeout(timeout):
+                        result = await self.adapter.generate(msgs, tool_list, cfg)
                 except TimeoutError:
                     raise ProviderError(
                         ErrorKind.TIMEOUT, f"no answer within {timeout:g} s"

@@ -18,15 +18,17 @@ def _omnigaia() -> dict[str, Any]:
     return data
 
 
-def omnigaia_function(name: str) -> dict[str, Any]:
+def omnigaia_function(name: str, *, fresh: bool = True) -> dict[str, Any]:
     """The OmniGAIA function definition ``name`` (``name``, ``description``, ``parameters``).
 
-    A fresh copy each time, so a caller that edits it cannot change the next tool built.
+    A fresh copy each time, so a caller that edits it cannot change the next tool built; with
+    ``fresh=False`` the one loaded copy, for callers that only read it (tool factories that run
+    for every task: the copy was most of building the read_* tools).
     """
     spec = _omnigaia().get(name)
     if name == "source" or not isinstance(spec, dict):
         raise KeyError(f"no OmniGAIA function schema named {name!r}")
-    return copy.deepcopy(spec)
+    return copy.deepcopy(spec) if fresh else spec
 
 
 @cache

@@ -230,9 +230,9 @@ def active_perception_tools(
     """``read_video``, ``read_audio`` and ``read_image`` over ``inputs``, for a model that has
     ``capabilities``, with OmniGAIA's exact schemas (Appendix B.3), as ``options`` say."""
     reader = _Reader(inputs, capabilities, MediaStore(workspace), options or ReadOptions())
-    video_spec = omnigaia_function("read_video")
-    audio_spec = omnigaia_function("read_audio")
-    image_spec = omnigaia_function("read_image")
+    video_spec = omnigaia_function("read_video", fresh=False)
+    audio_spec = omnigaia_function("read_audio", fresh=False)
+    image_spec = omnigaia_function("read_image", fresh=False)
 
     @tool(
         name="read_video",

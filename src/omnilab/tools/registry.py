@@ -123,7 +123,8 @@ def _code_executor(env: ToolEnv) -> Tool:
     from omnilab.sandbox import PythonSession
     from omnilab.tools.code import code_executor_tool
 
-    env.workspace.mkdir(parents=True, exist_ok=True)
+    if not env.workspace.is_dir():  # the runner made it already: no failing mkdir per task
+        env.workspace.mkdir(parents=True, exist_ok=True)
     # The interpreter starts on the first call; closing it at the end of the run kills it and
     # everything it started.
     session = env.stack.enter_context(PythonSession(env.workspace))

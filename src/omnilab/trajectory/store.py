@@ -79,7 +79,8 @@ class TrajectoryWriter:
         self.header = TrajectoryHeader(
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.parent.is_dir():  # one folder holds a run's files: mkdir it once
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = EventEncoder(self.path.with_suffix(".media"))
         self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
         # Model sinks may be called from worker threads (tools run in threads): one line at a time.

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab.bench.scoring.base import Score
@@ -151,6 +150,8 @@ def _gate(workspace: Path, gate: Gate) -> tuple[bool, str]:
         data = read_output(workspace, gate.file)
         return (data is not None and len(data) > 0), f"{gate.file} exists and is not empty"
     if gate.kind == "json_schema":
+        import jsonschema  # here: every eval process imports the scorers, few grade a schema
+
         value = read_json(workspace, gate.file)
         try:
             jsonschema.validate(value, gate.schema_ or {})

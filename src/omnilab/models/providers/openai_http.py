@@ -76,6 +76,29 @@ async def _closer(session: aiohttp.ClientSession) -> AsyncIterator[None]:
         await session.close()
 
 
+@dataclass(frozen=True)
+class _Pool:
+    """One event loop's connection pool, its closer, and the proxy its requests go through."""
+
+    session: aiohttp.ClientSession
+    closer: AsyncIterator[None]
+    proxy: str | None
+    proxy_auth: aiohttp.BasicAuth | None
+
+
+def _env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for ``url`` (``None`` when none applies or NO_PROXY
+    exempts its host), as aiohttp's ``trust_env`` would pick it."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+    return str(proxy), auth
+
+
 class ChatHTTP:
     """POSTs JSON bodies to ``{base_url}/chat/completions`` with a bearer key."""
 
@@ -88,22 +111,30 @@ class ChatHTTP:
         }
         # A pool belongs to the event loop it was made on; each loop (each asyncio.run of the
         # sync API) gets its own, closed when that loop shuts down.
-        self._sessions: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncIterator[None]]
-        ] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    async def _session(self) -> aiohttp.ClientSession:
+    async def _session(self) -> _Pool:
         loop = asyncio.get_running_loop()
         held = self._sessions.get(loop)
-        if held is not None and not held[0].closed:
-            return held[0]
+        if held is not None and not held.session.closed:
+            return held
         # No connection cap here: the Model's per-endpoint limit decides how many calls run.
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
-        session = aiohttp.ClientSession(connector=connector, trust_env=True)
+        # The proxy from the environment (HTTP_PROXY, NO_PROXY, ...) is looked up once per pool,
+        # for the one URL this client posts to: with trust_env, aiohttp looked it up (and read
+        # ~/.netrc twice) in a worker thread for every request. netrc credentials never
+        # applied: the Authorization header is always set, and aiohttp refuses both. Looked up
+        # here, on the loop (once, and small): an await between the check above and storing
+        # the pool would let concurrent first calls each make a pool.
+        proxy, proxy_auth = _env_proxy(self.url)
+        session = aiohttp.ClientSession(connector=connector)
         closer = _closer(session)
         await anext(closer)
-        self._sessions[loop] = (session, closer)
-        return session
+        pool = _Pool(session, closer, proxy, proxy_auth)
+        self._sessions[loop] = pool
+        return pool
 
     async def post(self, body: dict[str, Any], *, timeout_s: float) -> object:
         """The decoded JSON reply (its text when it is not JSON).
@@ -112,14 +143,16 @@ class ChatHTTP:
         :class:`~omnilab.models.errors.ProviderError` (``timeout``, ``connection``) when no
         reply came.
         """
-        session = await self._session()
+        pool = await self._session()
         data = json.dumps(body, ensure_ascii=False).encode()
         try:
-            async with session.post(
+            async with pool.session.post(
                 self.url,
                 data=data,
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
+                proxy=pool.proxy,
+                proxy_auth=pool.proxy_auth,
             ) as response:
                 raw = await response.read()
                 status, headers = response.status, response.headers

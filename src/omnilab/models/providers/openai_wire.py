@@ -14,15 +14,15 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from PIL import Image as PILImage
+from typing import TYPE_CHECKING, Any
 
 from omnilab.content import Audio, Content, Document, Image, Text, Video
-from omnilab.media.errors import MediaError
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ProviderError
 from omnilab.models.types import Message, ResponseFormat, TokenLogprob, ToolSpec, TopLogprob
+
+if TYPE_CHECKING:
+    from PIL import Image as PILImage
 
 __all__ = [
     "has_media",
@@ -71,6 +71,8 @@ def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
     mime = part.guess_mime("image/png")
     if part.box is None and caps.max_image_edge is None and mime in _SENDABLE_IMAGES:
         return {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
+    from PIL import Image as PILImage
+
     from omnilab.media.image import crop, resize
 
     with PILImage.open(io.BytesIO(data)) as opened:
@@ -178,9 +180,13 @@ def _document_part(part: Document, caps: Capabilities, model: str) -> dict[str, 
 
 
 def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]:
+    if isinstance(part, Text):
+        return [{"type": "text", "text": part.text}]
+    # Here, not at the top: importing the media package loads PyAV, which a text-only run (and
+    # every start of an eval process) would otherwise pay for.
+    from omnilab.media.errors import MediaError
+
     try:
-        if isinstance(part, Text):
-            return [{"type": "text", "text": part.text}]
         if isinstance(part, Image):
             return [_image_part(part, caps, model)]
         if isinstance(part, Audio):

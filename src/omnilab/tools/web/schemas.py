@@ -24,6 +24,8 @@ def _load() -> dict[str, Any]:
     return data
 
 
-def omnigaia_tool_schema(name: ToolName) -> dict[str, Any]:
-    """``{"name", "description", "parameters"}`` of tool ``name``, a fresh copy."""
-    return copy.deepcopy(_load()[name])
+def omnigaia_tool_schema(name: ToolName, *, fresh: bool = True) -> dict[str, Any]:
+    """``{"name", "description", "parameters"}`` of tool ``name``: a fresh copy, or with
+    ``fresh=False`` the one loaded copy, which the caller must not change (the tool factories,
+    which run for every task and only read it)."""
+    return copy.deepcopy(_load()[name]) if fresh else _load()[name]

@@ -43,7 +43,7 @@ def web_search_tool(
     searcher = WebSearch(
         provider, top_k=top_k, cache=cache, cache_ttl_s=cache_ttl_s, **provider_options
     )
-    schema = omnigaia_tool_schema("web_search")
+    schema = omnigaia_tool_schema("web_search", fresh=False)
 
     @tool(name=schema["name"], description=schema["description"], parameters=schema["parameters"])
     async def web_search(query: str) -> ToolResult:
@@ -108,7 +108,7 @@ def page_browser_tool(
         cache=cache,
         cache_ttl_s=cache_ttl_s,
     )
-    schema = omnigaia_tool_schema("page_browser")
+    schema = omnigaia_tool_schema("page_browser", fresh=False)
 
     async def read(url: str) -> str | WebError:
         try:

@@ -1,0 +1,30 @@
+"""An eval process of a text-only run imports no media decoders or schema validators: they
+were a noticeable share of every run's start-up (checked on ``sys.modules`` in a fresh process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_SCRIPT = """
+import sys
+import omnilab.cli.eval
+import omnilab.bench.runner
+import omnilab.agents.tir
+from omnilab.models import GenerateConfig, Message
+from omnilab.models.cache import request_key
+from omnilab.models.capabilities import Capabilities
+from omnilab.models.providers.openai_wire import wire_messages
+
+messages = [Message.system("be brief"), Message.user("what colour?")]
+request_key("m", messages, [], GenerateConfig())
+wire_messages(messages, Capabilities(), "m")
+print(" ".join(m for m in ("av", "omnilab.media", "PIL.Image", "jsonschema") if m in sys.modules))
+"""
+
+
+def test_text_only_eval_path_loads_no_media_or_schema_libraries() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.split() == []
