@@ -18,6 +18,7 @@ from omnilab.bench.scoring.judging import REFERENCE_RULES
 from omnilab.cli.main import app
 from omnilab.media import synth
 from omnilab.models.fake_server import FakeOpenAIServer, reply_text
+from omnilab.trajectory import read_trajectory
 
 runner = CliRunner()
 
@@ -46,7 +47,9 @@ def test_the_presets_load_and_name_their_source() -> None:
     # The other scaffolds' presets name their own sources (tests/bench/test_presets_*).
     for name in ("omnigaia-paper", "omniatlas-paper"):
         preset = get_protocol(name)
-        assert "RUC-NLPIR/OmniGAIA" in preset.source and preset.gaps
+        assert "RUC-NLPIR/OmniGAIA" in preset.source and preset.missing_media == "drop"
+    # Every finding of the base agent is reproducible now; OmniAtlas keeps one gap.
+    assert get_protocol("omnigaia-paper").gaps == [] and get_protocol("omniatlas-paper").gaps
     paper = get_protocol("omnigaia-paper")
     assert paper.scoring_rules == REFERENCE_RULES
     assert paper.agent_options["generate"]["temperature"] == 0.6
@@ -76,7 +79,9 @@ def test_user_options_win_and_differences_are_listed(tmp_path: Path) -> None:
         budgets=config.budgets,
         scorer=config.scorer,
         scoring_rules=config.scoring_rules,
+        missing_media=config.missing_media,
     )
+    assert config.missing_media == "drop"  # the preset's
     assert diff == [
         "agent_options.generate.temperature: 0.0 (preset 0.6)",
         "search: local (preset serper: --search serper)",  # web.search_provider's default
@@ -108,12 +113,13 @@ def test_eval_with_a_preset_on_the_wire_and_in_the_header(tmp_path: Path) -> Non
     assert "differs from the preset: agent_options.generate.temperature: 0.1 (preset 0.6)" in (
         result.output
     )
-    assert "not reproduced yet: media that do not resolve" in result.output
+    assert "not reproduced yet" not in result.output
     assert "differs from the preset: search: local (preset serper: --search serper)" in (
         result.output
     )
     stored = RunDir(out).read_config()
     assert stored.protocol == "omnigaia-paper" and stored.scoring_rules == REFERENCE_RULES
+    assert stored.missing_media == "drop"  # the preset's choice
     assert stored.header is not None and stored.header["protocol_differs"]
 
 
@@ -139,7 +145,9 @@ def test_protocols_command_lists_and_shows() -> None:
     shown = runner.invoke(app, ["protocols", "omnigaia-paper"])
     assert "agent_options.generate.temperature = 0.6" in shown.output
     assert 'scoring_rules.verdict = "reference"' in shown.output
-    assert "not reproduced yet" in shown.output
+    assert "missing_media = drop" in shown.output and "not reproduced yet" not in shown.output
+    atlas = runner.invoke(app, ["protocols", "omniatlas-paper"])
+    assert "not reproduced yet media inside tool messages" in atlas.output
 
 
 def test_media_are_found_by_file_name_under_the_media_root(tmp_path: Path) -> None:
@@ -168,3 +176,36 @@ def test_media_are_found_by_file_name_under_the_media_root(tmp_path: Path) -> No
     assert any("using" in n and "same file name" in n for n in loaded.notes)
     assert any("2 files have its name" in n for n in loaded.notes)  # ambiguous: not guessed
     assert [f.path.name for f in loaded.missing_media["59"]] == ["dup.wav"]
+
+
+@pytest.mark.parametrize("choice", ["fail", "drop"])
+def test_a_task_with_missing_media_fails_or_runs_without_them(tmp_path: Path, choice: str) -> None:
+    # Finding 9: the reference runs a task whose media are missing with what is there.
+    data = omnigaia_file(tmp_path, n=2)
+    items = json.loads(data.read_text(encoding="utf-8"))
+    items[1]["omni_modal_input"].append({"type": "audio", "path": "audios/gone.wav"})
+    data.write_text(json.dumps(items), encoding="utf-8")
+    script = tmp_path / "m.json"
+    script.write_text(json.dumps({"outputs": ["<answer>hi</answer>"], "repeat": True}))
+    out = tmp_path / "run"
+    args = [
+        "eval", "omnigaia", "--data", str(data), "--model", f"scripted:{script}",
+        "--scorer", "answer_set", "--out", str(out), "--no-progress", "--missing-media", choice,
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    by_id = {r.task_id: r for r in RunDir(out).results()}
+    assert by_id["0"].error is None and "dropped_media" not in by_id["0"].stats
+    if choice == "fail":
+        assert by_id["1"].error_kind == "missing_media" and "gone.wav" in (by_id["1"].error or "")
+    else:
+        assert by_id["1"].error is None and by_id["1"].judged is True
+        assert by_id["1"].stats["dropped_media"] == 1.0
+        traj = read_trajectory(RunDir(out).trajectory_file("1"))
+        assert [f.path.name for f in traj.run_start.inputs] == ["pic.png"]  # type: ignore[union-attr]
+    assert RunDir(out).read_config().missing_media == choice
+    other = "drop" if choice == "fail" else "fail"
+    again = runner.invoke(app, ["eval", "--out", str(out), "--resume", "--missing-media", other])
+    assert again.exit_code != 0 and "missing_media" in str(again.exception)  # changes results
+    bad = runner.invoke(app, [*args[:-1], "maybe"])
+    assert bad.exit_code != 0 and "--missing-media is fail or drop" in str(bad.exception)

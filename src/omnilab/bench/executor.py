@@ -24,6 +24,7 @@ from omnilab.bench.agent_task import agent_task
 from omnilab.bench.errors import BenchError
 from omnilab.bench.rescore import score_result
 from omnilab.bench.results import TaskResult
+from omnilab.bench.run_dir import MissingMedia
 from omnilab.bench.scoring import Scorer, extract_answer
 from omnilab.bench.task import Task
 from omnilab.config import get_settings
@@ -153,6 +154,7 @@ class TaskExecutor:
         timeout_s: float | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         search: str | None = None,
+        missing_media: MissingMedia = "fail",
     ) -> None:
         self.agent = agent
         self.model = model
@@ -164,13 +166,21 @@ class TaskExecutor:
         self.prices = dict(get_settings().bench.prices if prices is None else prices)
         self.search = search
         """The web search provider of the run's web_search tools (``None``: the setting)."""
+        self.missing_media = missing_media
+        """``fail`` a task whose input files are missing, or ``drop`` them and run the rest."""
 
     async def run(self, job: TaskJob) -> TaskResult:
         """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
         task = job.task
         started = time.perf_counter()
         missing = _missing_media(task)
-        if missing is not None:
+        dropped = 0
+        if missing is not None and self.missing_media == "drop":
+            # The reference (OmniGAIA's released code) runs such a task with what is there.
+            kept = tuple(f for f in task.files if f.path.is_file())
+            dropped = len(task.files) - len(kept)
+            job = job.model_copy(update={"task": task.model_copy(update={"files": kept})})
+        elif missing is not None:
             return TaskResult.for_task(
                 task, sample=job.sample, error=missing, error_kind="missing_media"
             )
@@ -187,6 +197,10 @@ class TaskExecutor:
             }
             if error is not None and kind != "timeout":
                 kind = _model_error_kind(trajectory) or kind
+        if dropped:  # how many input files the run went without (--missing-media drop)
+            stats = fields.get("stats")
+            base = dict(stats) if isinstance(stats, dict) else {}
+            fields["stats"] = {**base, "dropped_media": float(dropped)}
         if error is not None or trajectory is None:
             return TaskResult.for_task(task, error=error, error_kind=kind, **fields)
         prediction = prediction_text(trajectory)

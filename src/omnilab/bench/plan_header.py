@@ -57,6 +57,7 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
                 scorer=config.scorer,
                 scoring_rules=config.scoring_rules,
                 search=config.search,
+                missing_media=config.missing_media,
             ),
             "protocol_gaps": [
                 f"{g.finding}: {g.omnilab} (reference: {g.reference})" for g in preset.gaps

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -42,6 +42,7 @@ from omnilab.models import ModelConfigError, parse_model_name
 __all__ = [
     "RUN_SCHEMA_VERSION",
     "ConfigChange",
+    "MissingMedia",
     "ResultLog",
     "RunConfig",
     "RunDir",
@@ -62,6 +63,9 @@ _SAFE_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
+MissingMedia = Literal["fail", "drop"]
+"""What a run does with a task whose input files are missing (see ``RunConfig.missing_media``)."""
+
 # Fields whose change would mix results of different experiments in one file.
 _IDENTITY = (
     "dataset",
@@ -79,6 +83,7 @@ _IDENTITY = (
     "judges",
     "seed",
     "search",
+    "missing_media",
 )
 # Fields a resumed run may change: where the model is served and how fast the run goes. Keys are
 # never stored, so a new key is no change at all.
@@ -210,6 +215,9 @@ class RunConfig(BaseModel):
     search: str | None = None
     """The web search provider chosen for the run (``--search``); ``None``: the setting
     ``web.search_provider``."""
+    missing_media: MissingMedia = "fail"
+    """A task whose input files are missing: ``fail`` it (omnilab's default), or ``drop`` the
+    missing files and run it with the rest (what OmniGAIA's released code does)."""
     judges: list[str] = Field(default_factory=list)
     seed: int = 0
     selection: Selection = Field(default_factory=Selection)

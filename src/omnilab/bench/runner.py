@@ -52,6 +52,7 @@ from omnilab.bench.rescore import (
 )
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import (
+    MissingMedia,
     ResultLog,
     RunConfig,
     RunDir,
@@ -107,6 +108,7 @@ def new_config(
     protocol: str | None = None,
     preview: bool = False,
     search: str | None = None,
+    missing_media: MissingMedia | None = None,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
@@ -118,7 +120,9 @@ def new_config(
     options, budgets, scorer and scoring rules apply wherever the arguments leave them unset
     (``agent_options`` given here are merged over the preset's, key by key; the scoring rules
     only while the scorer is the preset's). ``search`` picks the web search provider for the
-    run (``None``: the setting ``web.search_provider``)."""
+    run (``None``: the setting ``web.search_provider``). ``missing_media``: ``fail`` a task
+    whose input files are missing, or ``drop`` those files and run it (``None``: the preset's
+    choice, else ``fail``)."""
     preset = get_protocol(protocol) if protocol is not None else None
     rules = None
     if preset is not None:
@@ -127,6 +131,7 @@ def new_config(
         scorer = scorer or preset.scorer
         # The preset's rules are its scorer's: another scorer chosen on top keeps its own.
         rules = preset.scoring_rules if scorer == preset.scorer else None
+        missing_media = missing_media or preset.missing_media
     if search is not None:
         check_search(search)
         agent_options = _with_search(agent, agent_options or {}, search)
@@ -157,6 +162,7 @@ def new_config(
         protocol=protocol,
         scoring_rules=rules,
         search=search,
+        missing_media=missing_media or "fail",
     )
 
 
@@ -219,6 +225,7 @@ def build_executor(
         budgets=config.budgets,
         timeout_s=config.task_timeout_s,
         search=config.search,
+        missing_media=config.missing_media,
     )
 
 

@@ -25,7 +25,7 @@ from omnilab.bench.header import RunHeader, render_header
 from omnilab.bench.progress import RichProgress
 from omnilab.bench.protocols import get_protocol
 from omnilab.bench.rescore import SCORER_NAMES
-from omnilab.bench.run_dir import RunConfig, RunDir, Selection
+from omnilab.bench.run_dir import MissingMedia, RunConfig, RunDir, Selection
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
 from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import summary_tables
@@ -137,6 +137,14 @@ def eval_(
             "searxng (keys and URLs from the web settings) or local (the offline corpus or "
             "web.index_dir); kept in run.json and shown in the header (default: "
             "web.search_provider).",
+        ),
+    ] = None,
+    missing_media: Annotated[
+        str | None,
+        typer.Option(
+            "--missing-media",
+            help="A task whose input files are missing: fail it (default) or drop the missing "
+            "files and run it with the rest (OmniGAIA's released code; the presets do).",
         ),
     ] = None,
     judge: Annotated[
@@ -299,6 +307,7 @@ def eval_(
         protocol=protocol_name,
         preview=show_prompt,
         search=_pick(search, stored, "search", None),
+        missing_media=_pick(_missing_media(missing_media), stored, "missing_media", None),
     )
     err = err_console()
     if show_prompt:
@@ -355,6 +364,14 @@ async def _execute(plan: RunPlan, concurrency: int, progress: bool, err: Console
             stack.enter_context(bar)
 
         return await execute(plan, concurrency=concurrency, on_result=bar.add, on_header=start)
+
+
+def _missing_media(value: str | None) -> MissingMedia | None:
+    if value is None:
+        return None
+    if value not in ("fail", "drop"):
+        raise BenchError(f"--missing-media is fail or drop, not {value!r}")
+    return "fail" if value == "fail" else "drop"
 
 
 def _show_prompt(config: RunConfig) -> None:

@@ -61,6 +61,8 @@ def protocols(
             console.print(
                 f"  search = {escape(preset.search)} (pass --search {escape(preset.search)})"
             )
+        if preset.missing_media is not None:
+            console.print(f"  missing_media = {preset.missing_media}")
         for gap in preset.gaps:
             console.print(
                 f"  [yellow]not reproduced yet[/] {escape(gap.finding)}: {escape(gap.omnilab)} "

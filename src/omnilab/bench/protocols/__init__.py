@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
+from omnilab.bench.run_dir import MissingMedia
 from omnilab.bench.scoring.judging import ScoringRules
 
 __all__ = ["Gap", "Protocol", "differences", "get_protocol", "merge_options", "protocol_names"]
@@ -56,6 +57,9 @@ class Protocol(BaseModel):
     search: str | None = None
     """The reference's web search provider; a run that searches elsewhere lists it as a
     difference (the preset does not pick it: ``--search NAME`` does, with that provider's key)."""
+    missing_media: MissingMedia | None = None
+    """What the reference does with a task whose media are missing (``drop``: runs it without
+    them); a run that does otherwise lists it as a difference."""
     gaps: list[Gap] = Field(default_factory=list)
 
 
@@ -121,6 +125,7 @@ def differences(
     scorer: str,
     scoring_rules: ScoringRules | None,
     search: str | None = None,
+    missing_media: MissingMedia = "fail",
 ) -> list[str]:
     """Every setting of a run that is not the preset's, one line each:
     ``agent_options.generate.temperature: 0 (preset 0.6)``."""
@@ -151,4 +156,6 @@ def differences(
         used = search or get_settings().web.search_provider
         if used != protocol.search:
             out.append(f"search: {used} (preset {protocol.search}: --search {protocol.search})")
+    if protocol.missing_media is not None and missing_media != protocol.missing_media:
+        out.append(f"missing_media: {missing_media} (preset {protocol.missing_media})")
     return out
