@@ -24,7 +24,7 @@ from omnilab.agents.base import (
     Budgets,
     EventHook,
 )
-from omnilab.agents.registry import get_agent
+from omnilab.agents.registry import get_agent, with_search_option
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
@@ -139,6 +139,9 @@ async def ask_async(
             "max_observation_chars": max_observation_chars,
         },
     )
+    if search is not None:
+        # An agent with its own provider option (deepsearch) searches where --search says too.
+        options = dict(with_search_option(agent, options, search))
     runner = _agent(agent, options)
     chat_model = _model(model)
     named: dict[str, str | Model] = {**get_settings().agents.roles, **(roles or {})}

@@ -212,3 +212,25 @@ def test_search_reaches_an_agent_with_its_own_search_option(tmp_path: Path) -> N
     tir = new_config("omnigaia", data, agent="tir", model="scripted:x", search="serper",
                      scorer="answer_set")  # fmt: skip
     assert "search" not in tir.agent_options
+
+
+def test_ask_search_reaches_the_deepsearch_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `ask --agent deepsearch --search serper` searches with Serper, not the local sample.
+    monkeypatch.delenv("SERPER_API_KEY", raising=False)
+    clip = synth.make_audio(tmp_path / "clip.wav", duration=0.5, sample_rate=16_000)
+    model = script(
+        tmp_path,
+        {"tool_call": {"name": "text_search", "arguments": {"query_list": ["festival"]}}},
+        "<answer>x</answer>",
+    )
+    args = [
+        "ask", str(clip), "Which city?", "--agent", "deepsearch", "--model", f"scripted:{model}",
+        "--search", "serper", "--out", str(tmp_path / "ask"),
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "MISSING_KEY: serper search needs an API key" in result.output  # Serper was asked
+    local = runner.invoke(app, [*args[:-3], "local", "--out", str(tmp_path / "ask2")])
+    assert local.exit_code == 0 and "MISSING_KEY" not in local.output, local.output

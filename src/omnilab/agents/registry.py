@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ __all__ = [
     "describe_agent",
     "get_agent",
     "register_agent",
+    "with_search_option",
 ]
 
 AgentFactory = Callable[..., Agent]
@@ -158,3 +159,12 @@ def describe_agent(name: str) -> AgentInfo:
         options = _signature_options(factory)
     doc = inspect.getdoc(factory) or ""
     return AgentInfo(name, doc.split("\n\n")[0].replace("\n", " "), AGENTS.source(name), options)
+
+
+def with_search_option(agent: str, options: Mapping[str, Any], search: str) -> Mapping[str, Any]:
+    """``options`` with ``search`` for an agent that picks its own search provider with an
+    option of that name (``deepsearch``), unless ``options`` already set it; other agents'
+    options unchanged (their ``web_search`` tools take the run's provider)."""
+    if "search" in options or "search" not in {o.name for o in describe_agent(agent).options}:
+        return options
+    return {**options, "search": search}

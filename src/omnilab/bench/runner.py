@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from omnilab.agents.base import Agent, Budgets
-from omnilab.agents.registry import get_agent
+from omnilab.agents.registry import get_agent, with_search_option
 from omnilab.bench.backends import Backend, get_backend
 from omnilab.bench.datasets import prepare_data
 from omnilab.bench.endpoint_guard import (
@@ -134,7 +134,7 @@ def new_config(
         missing_media = missing_media or preset.missing_media
     if search is not None:
         check_search(search)
-        agent_options = _with_search(agent, agent_options or {}, search)
+        agent_options = with_search_option(agent, agent_options or {}, search)
     data_path = prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
@@ -164,16 +164,6 @@ def new_config(
         search=search,
         missing_media=missing_media or "fail",
     )
-
-
-def _with_search(agent: str, options: Mapping[str, Any], search: str) -> Mapping[str, Any]:
-    """``options`` with ``search`` for an agent that picks its own provider with an option of
-    that name (deepsearch), unless the options already set it."""
-    from omnilab.agents.registry import describe_agent
-
-    if "search" in options or "search" not in {o.name for o in describe_agent(agent).options}:
-        return options
-    return {**options, "search": search}
 
 
 @dataclass
