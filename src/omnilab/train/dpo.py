@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 from omnilab.agents.base import Agent, AgentContext, AgentTask
 from omnilab.agents.registry import get_agent
 from omnilab.agents.templates import render_in
+from omnilab.bench.analysis import ERROR_CATEGORIES  # B.6: the judge's choices for the step
 from omnilab.bench.executor import TaskJob, is_setup_error, task_seed
 from omnilab.bench.run_dir import sample_stem
 from omnilab.bench.runner import Components, build_executor
@@ -54,17 +55,6 @@ from omnilab.train.runs import RecordFilter, RunRecord, iter_records
 from omnilab.trajectory import Trajectory, read_trajectory
 
 __all__ = ["DpoExport", "PairLog", "StepJudgment", "dpo_pairs", "judge_first_error"]
-
-
-ERROR_CATEGORIES = (
-    "Visual Perception Error",
-    "Audio Perception Error",
-    "Ineffective Tool Call",
-    "Reasoning Error",
-    "Instruction Following Error",
-    "No Answer",
-)
-"""OmniGAIA's error categories (Appendix B.6), the judge's choices for the first wrong step."""
 
 
 class StepJudgment(BaseModel):
