@@ -45,7 +45,7 @@ def test_failed_tasks_are_labelled_and_counted_by_level(
     hard = next(t for t in sample_tasks if t.metadata.level == "Hard")
     results = [
         scored(easy, False, prediction="<answer>1 year</answer>", tool_calls={"web_search": 2}),
-        scored(medium, False, prediction="I could not find it."),
+        scored(medium, False, prediction="I could not find it.").model_copy(update={"sample": 2}),
         scored(sample_tasks[-1], True),
         scored(sample_tasks[-2], None),
         TaskResult.for_task(hard, error="timeout after 600 s"),
@@ -72,6 +72,7 @@ def test_failed_tasks_are_labelled_and_counted_by_level(
     )
     assert first.explanation == "misread the badge" and first.error is None
     assert second.categories == ["Reasoning Error"] and len(second.replies) == 2
+    assert (first.sample, second.sample) == (0, 2)  # each failed rollout keeps its sample
     assert third.categories == [] and third.replies == ["{not json", fenced(["Bad Luck"])]
     assert third.error == "unusable analysis: unknown category 'Bad Luck'"
     assert list(analysis.frequencies) == list(ERROR_CATEGORIES)

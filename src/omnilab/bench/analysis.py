@@ -56,6 +56,8 @@ class TaskErrorLabels(BaseModel):
     """The analyst's labels for one failed task."""
 
     task_id: str
+    sample: int = 0
+    """Which rollout of the task (``--samples K``): each failed sample is labelled on its own."""
     level: str | None = None
     categories: list[str] = Field(default_factory=list)
     explanation: str | None = None
@@ -151,7 +153,9 @@ async def _label(
         answer=task.answers.label,
         trace_str=trace(result),
     )
-    labels = TaskErrorLabels(task_id=result.task_id, level=result.metadata.level)
+    labels = TaskErrorLabels(
+        task_id=result.task_id, sample=result.sample, level=result.metadata.level
+    )
     messages = [Message.user(prompt)]
     for attempt in range(2):
         try:
