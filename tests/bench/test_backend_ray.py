@@ -94,3 +94,36 @@ def test_a_partial_ray_run_resumes(local_ray: None, tmp_path: Path) -> None:
     )
     assert (again.already_done, again.ran) == (2, 3)
     assert sorted(r.task_id for r in RunDir(out).results()) == [f"q{i}" for i in range(5)]
+
+
+_TWO_RUNS = """
+import asyncio, sys
+from pathlib import Path
+from omnilab.bench.backends import get_backend
+from omnilab.bench.runner import evaluate, new_config
+data, model, out = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+config = new_config("jsonl", data, agent="tir", model=model, scorer="answer_set")
+for name in ("first", "second"):  # each asyncio.run ends its loop and its worker threads
+    done = asyncio.run(evaluate(config, out / name, concurrency=2, backend=get_backend("ray")))
+    print(name, done.summary.pass_at_1.correct)
+"""
+
+
+def test_the_backend_s_own_ray_outlives_one_run(tmp_path: Path) -> None:
+    # A Ray the backend starts itself must serve a second run in the same process: started on
+    # an asyncio worker thread, its node died with that thread when the first loop closed.
+    import subprocess
+    import sys
+
+    data, model = dataset(tmp_path, 2)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _TWO_RUNS, str(data), model, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["first", "2", "second", "2"], proc.stdout

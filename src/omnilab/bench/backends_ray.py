@@ -96,7 +96,10 @@ class RayBackend:
         """See :class:`~omnilab.bench.backends.Backend`."""
         if concurrency < 1:
             raise BenchError(f"concurrency must be at least 1 (got {concurrency})")
-        ray = await asyncio.to_thread(self._ray)
+        # On this thread, not a worker thread: Ray's node processes die with the thread that
+        # started them (parent-death signal), and asyncio's worker threads end with the loop,
+        # so a Ray started there was gone for the next run in the same process.
+        ray = self._ray()
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         size = self.workers or max(1, min(concurrency, int(cpus // max(self.cpus_per_task, 0.01))))
         per_worker = math.ceil(concurrency / size)
