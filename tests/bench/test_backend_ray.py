@@ -127,3 +127,32 @@ def test_the_backend_s_own_ray_outlives_one_run(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["first", "2", "second", "2"], proc.stdout
+
+
+def test_tree_exploration_runs_on_ray_and_brings_its_branches_back(
+    local_ray: None, tmp_path: Path
+) -> None:
+    # The worker keeps branches/<task>/ beside its temporary trajectory; the driver writes them
+    # into the run folder with the trajectory.
+    from omnilab.train.explore import ExploreOptions
+    from omnilab.train.explore_run import explore, explore_config
+
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"id": "t1", "question": "6*7?", "answers": ["42"]}) + "\n")
+    agent = tmp_path / "agent.json"
+    agent.write_text(json.dumps(["<answer>41</answer>", "<answer>42</answer>"]))
+    verdicts = [{"candidate": 1, "keep": False, "score": 0.0}, {"candidate": 2, "keep": True}]
+    verifier = tmp_path / "verifier.json"
+    verifier.write_text(json.dumps([json.dumps({"verdicts": verdicts})]))
+    config = explore_config(
+        "jsonl", data, agent="tir", model=f"scripted:{agent}", verifier=f"scripted:{verifier}",
+        options=ExploreOptions(branches=2, parallel=False), scorer="answer_set", backend="ray",
+    )  # fmt: skip
+    out = tmp_path / "run"
+    asyncio.run(explore(config, out))
+    assert read_trajectory(RunDir(out).trajectory_file("t1")).answer == "42"
+    assert sorted(p.name for p in (out / "branches" / "t1").iterdir()) == [
+        "r.0.jsonl",
+        "r.1.jsonl",
+        "tree.jsonl",
+    ]

@@ -61,3 +61,27 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
         failed = runner.invoke(app, bad)
         assert failed.exit_code != 0
         assert message in str(failed.exception) + failed.output
+
+
+def test_explore_runs_on_the_processes_backend_like_locally(tmp_path: Path) -> None:
+    # The exploring agent (scaffold, answers, scorer check) pickles for worker processes; the
+    # branches and journal land in the same run folder as with the local backend.
+    data = dataset(tmp_path)
+    agent = tmp_path / "agent.json"
+    agent.write_text(json.dumps(["<answer>41</answer>", "<answer>42</answer>"]))
+    verifier = tmp_path / "verifier.json"
+    verifier.write_text(json.dumps([_verdicts(False, True)]))
+    found = {}
+    for backend in ("local", "processes"):
+        out = tmp_path / backend
+        args = ["explore", "jsonl", "--data", data, "--model", f"scripted:{agent}"]
+        args += ["--verifier", f"scripted:{verifier}", "--branches", "2", "--sequential"]
+        args += ["--out", out, "--backend", backend]
+        result = runner.invoke(app, [str(a) for a in args])
+        assert result.exit_code == 0, result.output
+        assert RunDir(out).read_config().backend == backend
+        found[backend] = (
+            read_trajectory(RunDir(out).trajectory_file("t1", 0)).answer,
+            sorted(p.name for p in (out / "branches" / "t1").iterdir()),
+        )
+    assert found["processes"] == found["local"] == ("42", ["r.0.jsonl", "r.1.jsonl", "tree.jsonl"])

@@ -5,8 +5,9 @@ starts a local Ray when none is set. It starts ``workers`` actors (default: as m
 cluster's CPUs allow at ``bench.ray_cpus_per_task`` each, at most the task concurrency); each
 builds its own executor once from the run's picklable recipe and runs up to its share of the
 concurrency as asyncio tasks, so at most ``concurrency`` tasks are in flight. Each job runs with
-its trajectory and workspace in the worker's own temporary folder; the trajectory's text comes
-back with the result and the driver alone writes it, with the results, into the run folder (so
+its trajectory and workspace in the worker's own temporary folder; the trajectory's text (and
+the branch files of tree exploration) come back with the result and the driver alone writes
+them, with the results, into the run folder (so
 workers need no shared file system for the run folder; media paths must be readable on the
 workers: a shared file system, or the same paths on every node). Files the agent left in its
 workspace stay on the worker and are removed. A worker that dies has its task retried once on a
@@ -41,16 +42,23 @@ class _Worker:
     def __init__(self, make_executor: ExecutorFactory) -> None:
         self.executor: TaskExecutor = make_executor()
 
-    async def run(self, job: TaskJob) -> tuple[TaskResult, str | None]:
+    async def run(self, job: TaskJob) -> tuple[TaskResult, str | None, dict[str, str]]:
         here = Path(tempfile.mkdtemp(prefix="omnilab-ray-"))
+        # The run folder's layout in miniature, so what an agent keeps beside its trajectory
+        # (tree exploration's branches/<task>/) comes back with it.
         local = job.model_copy(
-            update={"trajectory": here / "trajectory.jsonl", "workspace": here / "workspace"}
+            update={
+                "trajectory": here / "trajectories" / job.trajectory.name,
+                "workspace": here / "workspace",
+            }
         )
         try:
             result = await self.executor.run(local)
             path = local.trajectory
             text = path.read_text(encoding="utf-8") if path.is_file() else None
-            return result, text
+            kept = sorted(p for p in (here / "branches").rglob("*") if p.is_file())
+            extra = {p.relative_to(here).as_posix(): p.read_text(encoding="utf-8") for p in kept}
+            return result, text, extra
         finally:
             shutil.rmtree(here, ignore_errors=True)
 
@@ -138,8 +146,9 @@ class RayBackend:
                 for future in done:
                     job, actor, tries = running.pop(future)
                     load[id(actor)] -= 1
+                    extra: dict[str, str] = {}
                     try:
-                        result, text = future.result()
+                        result, text, extra = future.result()
                     except ray.exceptions.RayActorError as e:
                         if actor in pool:  # a dead worker: replace it
                             pool.remove(actor)
@@ -158,6 +167,9 @@ class RayBackend:
                         text = None
                     if text is not None:
                         await asyncio.to_thread(write_atomic, job.trajectory, text)
+                    run_folder = job.trajectory.parent.parent
+                    for rel, body in extra.items():
+                        await asyncio.to_thread(write_atomic, run_folder / rel, body)
                     refill()
                     yield result
         finally:

@@ -82,6 +82,14 @@ def explore(
         int | None, typer.Option("--concurrency", "-c", min=1, help="Tasks at once.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Run seed.")] = 0,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Where tasks run: local (this process), processes (worker processes) or ray "
+            "(a Ray cluster, see omnilab eval --help); the run folder must be reachable there.",
+        ),
+    ] = "local",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="The run folder.")] = None,
     resume: Annotated[
         bool,
@@ -136,6 +144,7 @@ def explore(
             selection=Selection(ids=split_values(ids), limit=limit),
             concurrency=concurrency,
             seed=seed,
+            backend=backend,
         )
     err = err_console()
     err.print(f"exploring into {out} ({'resumed' if stored else 'new run'})")

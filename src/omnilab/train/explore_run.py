@@ -28,7 +28,14 @@ from omnilab.bench.task import Task
 from omnilab.train.explore import VERIFIER_ROLE, Accept, ExploreOptions, ExploringAgent
 from omnilab.trajectory import Trajectory
 
-__all__ = ["EXPLORE_OPTION", "explore", "explore_config", "exploring_agent", "scorer_check"]
+__all__ = [
+    "EXPLORE_OPTION",
+    "ScorerCheck",
+    "explore",
+    "explore_config",
+    "exploring_agent",
+    "scorer_check",
+]
 
 EXPLORE_OPTION = "explore"
 """The agent option of a run's config that holds the search settings."""
@@ -52,9 +59,11 @@ def explore_config(
     selection: Selection | None = None,
     concurrency: int | None = None,
     seed: int = 0,
+    backend: str = "local",
 ) -> RunConfig:
     """The run config of an exploration of ``dataset`` with scaffold ``agent`` (``roles``: the
-    scaffold's further models, e.g. ``perception``)."""
+    scaffold's further models, e.g. ``perception``; ``backend``: where tasks run, as for
+    ``omnilab eval``)."""
     if EXPLORE_OPTION in (agent_options or {}):
         raise BenchError(f"agent option {EXPLORE_OPTION!r} is taken by tree exploration")
     if VERIFIER_ROLE in (roles or {}):
@@ -74,23 +83,31 @@ def explore_config(
         seed=seed,
         selection=selection,
         concurrency=concurrency,
+        backend=backend,
     )
 
 
-def scorer_check(scorer: Scorer, tasks: Sequence[Task]) -> Accept:
-    """``accept`` of :class:`ExploringAgent`: a finished branch passes when ``scorer`` judges
-    its answer correct, exactly as the run will score the task."""
-    by_id = {t.id: t for t in tasks}
+class ScorerCheck:
+    """``accept`` of :class:`ExploringAgent`: a finished branch passes when the scorer judges
+    its answer correct, exactly as the run will score the task. A class, not a closure, so the
+    exploring agent pickles for the ``processes`` and ``ray`` backends."""
 
-    async def accept(task_id: str, trajectory: Trajectory) -> bool:
-        task = by_id[task_id]
+    def __init__(self, scorer: Scorer, tasks: Sequence[Task]) -> None:
+        self.scorer = scorer
+        self.by_id = {t.id: t for t in tasks}
+
+    async def __call__(self, task_id: str, trajectory: Trajectory) -> bool:
+        task = self.by_id[task_id]
         prediction = prediction_text(trajectory)
         extracted = trajectory.answer if trajectory.final else extract_answer(prediction)
         result = TaskResult.for_task(task, prediction=prediction, extracted=extracted)
-        scored = await score_result(scorer, task, result, trajectory=trajectory)
+        scored = await score_result(self.scorer, task, result, trajectory=trajectory)
         return scored.judged is True
 
-    return accept
+
+def scorer_check(scorer: Scorer, tasks: Sequence[Task]) -> Accept:
+    """The :class:`ScorerCheck` of ``scorer`` over ``tasks``."""
+    return ScorerCheck(scorer, tasks)
 
 
 def exploring_agent(
