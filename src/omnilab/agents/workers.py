@@ -26,6 +26,7 @@ from omnilab.agents.views import accepts
 from omnilab.content import Content, Text
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.types import ToolCall
+from omnilab.textcut import cut_text
 from omnilab.tools.base import Tool, ToolResult
 
 __all__ = ["BudgetClock", "ToolGate", "fit_result", "run_tool_calls"]
@@ -58,15 +59,6 @@ class BudgetClock:
         return await asyncio.wait_for(work, timeout=self.remaining())
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
-
-
 def fit_result(result: ToolResult, caps: Capabilities, max_chars: int | None) -> ToolResult:
     """``result`` as the model will be sent it: media it cannot take replaced by a note, and
     the text cut to ``max_chars`` (head and tail) when set."""
@@ -84,7 +76,7 @@ def fit_result(result: ToolResult, caps: Capabilities, max_chars: int | None) ->
         trimmed: list[Content] = []
         for part in parts:
             if isinstance(part, Text):
-                text = _cut(part.text, max(budget, 200))
+                text = cut_text(part.text, max(budget, 200))
                 budget = max(0, budget - len(text))
                 changed = changed or text != part.text
                 trimmed.append(Text(text=text))

@@ -20,6 +20,7 @@ from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunDir, load_results, write_atomic
 from omnilab.bench.stats import McNemarResult
 from omnilab.models import Model
+from omnilab.textcut import cut_text
 from omnilab.trajectory import TrajectoryError, read_trajectory, render_text
 
 __all__ = [
@@ -129,11 +130,7 @@ def trajectory_trace(run: RunDir, result: TaskResult) -> str:
         text = render_text(read_trajectory(path), width=2000)
     except TrajectoryError:
         return default_trace(result)
-    if len(text) <= _TRACE_CHARS:
-        return text
-    half = _TRACE_CHARS // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n[... {cut} characters of the trace left out ...]\n{text[-half:]}"
+    return cut_text(text, _TRACE_CHARS, head_share=0.5, what="characters of the trace")
 
 
 async def analyze_run(

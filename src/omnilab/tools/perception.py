@@ -12,7 +12,7 @@ What comes back depends on the model's :class:`~omnilab.models.Capabilities`:
   ``perception_tools.video_max_frames``), each after a text part with its time, and the
   segment's audio as 16 kHz WAV when it also takes audio; crops are saved as PNG;
 - otherwise the tool answers in text: OCR of frames or of the image, timed speech (ASR) and sound
-  events, with the times examined (see :mod:`omnilab.tools._evidence`).
+  events, with the times examined (see :mod:`omnilab.tools.evidence`).
 
 Times are whole seconds in the schema; ``t_end`` up to the next whole second past the end reads
 as "to the end", since a model cannot name a fractional duration. Derived files (frames, audio
@@ -37,7 +37,7 @@ from omnilab.media.image import crop, load_image
 from omnilab.media.probe import MediaInfo
 from omnilab.media.video import frames
 from omnilab.models.capabilities import Capabilities
-from omnilab.tools import _evidence
+from omnilab.tools import evidence
 from omnilab.tools._read_options import ReadOptions
 from omnilab.tools._specs import omnigaia_function
 from omnilab.tools._store import MediaStore
@@ -138,7 +138,7 @@ class _Reader:
             parts.append(Text(text=f"Audio of {f.id} from {fmt_s(s)} to {fmt_s(e)}:"))
             parts.append(Audio(path=self.store.audio(f, s, e), mime_type="audio/wav"))
         else:
-            parts.append(Text(text=_evidence.sound_text(f.path, s, e)))
+            parts.append(Text(text=evidence.sound_text(f.path, s, e)))
         return parts
 
     def _frames(
@@ -165,7 +165,7 @@ class _Reader:
         fps = settings.video_fps
         n = _frame_count(e - s, fps, min(settings.video_max_frames, settings.ocr_max_frames))
         shots = frames(f.path, s, e, num=n)
-        return _evidence.frames_text([(shot.timestamp, shot.image) for shot in shots])
+        return evidence.frames_text([(shot.timestamp, shot.image) for shot in shots])
 
     def audio(self, audio_id: str, t_start: float, t_end: float) -> list[Content]:
         f = self.inputs.resolve(audio_id, kinds=self.audible)
@@ -184,7 +184,7 @@ class _Reader:
             return [Text(text=f"{where}:"), Audio(path=wav, mime_type="audio/wav")]
         return [
             Text(text=f"{where}, as text (this model does not take audio)"),
-            Text(text=_evidence.sound_text(f.path, s, e)),
+            Text(text=evidence.sound_text(f.path, s, e)),
         ]
 
     def image(self, image_ids: list[str] | str, crop_box: list[float] | None) -> list[Content]:
@@ -216,7 +216,7 @@ class _Reader:
                 return [Text(text=f"{where}:"), Image(path=path, mime_type="image/png")]
         return [
             Text(text=f"{where}, as text (this model does not take images)"),
-            Text(text=_evidence.image_text(picture)),
+            Text(text=evidence.image_text(picture)),
         ]
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from omnilab.agents.templates import render_in
-from omnilab.agents.workers import _cut as cut_text  # the one head-tail cut of agent texts
 from omnilab.models.model import Model
 from omnilab.models.types import GenerateConfig, Message
+from omnilab.textcut import cut_text
 from omnilab.train.explore_replay import BranchStep
 from omnilab.trajectory import ToolResultEvent
 

@@ -185,7 +185,7 @@ class OtaEnv:
 
             wav = await asyncio.to_thread(audio_segment, self.source.path, start, end)
             return [Audio(path=wav, mime_type="audio/wav")]
-        from omnilab.tools._evidence import sound_text
+        from omnilab.tools.evidence import sound_text
 
         return [Text(text=await asyncio.to_thread(sound_text, self.source.path, start, end))]
 
@@ -267,7 +267,7 @@ class OtaEnv:
 def _ocr_text(shots: Sequence[tuple[float, Path]]) -> str:
     from PIL import Image as PILImage
 
-    from omnilab.tools._evidence import frames_text
+    from omnilab.tools.evidence import frames_text
 
     pictures = []
     for t, path in shots:
