@@ -20,12 +20,17 @@ def _verdicts(*keep: bool) -> str:
     return json.dumps({"verdicts": listed})
 
 
-def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> None:
-    data = dataset(tmp_path)
+def _scripts(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The dataset, an agent that answers 41 then 42, a verifier keeping the second branch."""
     agent = tmp_path / "agent.json"
     agent.write_text(json.dumps(["<answer>41</answer>", "<answer>42</answer>"]))
     verifier = tmp_path / "verifier.json"
     verifier.write_text(json.dumps([_verdicts(False, True)]))
+    return dataset(tmp_path), agent, verifier
+
+
+def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> None:
+    data, agent, verifier = _scripts(tmp_path)
     out = tmp_path / "run"
     args = ["explore", "jsonl", "--data", data, "--model", f"scripted:{agent}"]
     args += ["--verifier", f"scripted:{verifier}", "--branches", "2", "--sequential", "--out", out]
@@ -66,11 +71,7 @@ def test_explore_command_runs_resumes_and_explains_mistakes(tmp_path: Path) -> N
 def test_explore_runs_on_the_processes_backend_like_locally(tmp_path: Path) -> None:
     # The exploring agent (scaffold, answers, scorer check) pickles for worker processes; the
     # branches and journal land in the same run folder as with the local backend.
-    data = dataset(tmp_path)
-    agent = tmp_path / "agent.json"
-    agent.write_text(json.dumps(["<answer>41</answer>", "<answer>42</answer>"]))
-    verifier = tmp_path / "verifier.json"
-    verifier.write_text(json.dumps([_verdicts(False, True)]))
+    data, agent, verifier = _scripts(tmp_path)
     found = {}
     for backend in ("local", "processes"):
         out = tmp_path / backend

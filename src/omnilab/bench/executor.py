@@ -26,7 +26,7 @@ from omnilab.bench.rescore import score_result
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import MissingMedia
 from omnilab.bench.scoring import Scorer, extract_answer
-from omnilab.bench.task import Task
+from omnilab.bench.task import Task, TaskFile
 from omnilab.config import get_settings
 from omnilab.models import (
     ErrorKind,
@@ -130,10 +130,7 @@ def to_agent_task(task: Task) -> AgentTask:
     return agent_task(task)
 
 
-def _missing_media(task: Task) -> str | None:
-    missing = task.missing_files()
-    if not missing:
-        return None
+def _missing_media(missing: Sequence[TaskFile]) -> str:
     shown = ", ".join(f"{f.id} ({f.given})" for f in missing[:3])
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return f"missing media: {shown}{more}"
@@ -173,16 +170,14 @@ class TaskExecutor:
         """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
         task = job.task
         started = time.perf_counter()
-        missing = _missing_media(task)
-        dropped = 0
-        if missing is not None and self.missing_media == "drop":
+        missing = task.missing_files()
+        if missing and self.missing_media == "drop":
             # The reference (OmniGAIA's released code) runs such a task with what is there.
-            kept = tuple(f for f in task.files if f.path.is_file())
-            dropped = len(task.files) - len(kept)
+            kept = tuple(f for f in task.files if f not in missing)
             job = job.model_copy(update={"task": task.model_copy(update={"files": kept})})
-        elif missing is not None:
+        elif missing:
             return TaskResult.for_task(
-                task, sample=job.sample, error=missing, error_kind="missing_media"
+                task, sample=job.sample, error=_missing_media(missing), error_kind="missing_media"
             )
         trajectory, error, kind = await self._run_agent(job)
         fields: dict[str, object] = {"wall_s": time.perf_counter() - started, "sample": job.sample}
@@ -197,10 +192,10 @@ class TaskExecutor:
             }
             if error is not None and kind != "timeout":
                 kind = _model_error_kind(trajectory) or kind
-        if dropped:  # how many input files the run went without (--missing-media drop)
+        if missing:  # how many input files the run went without (--missing-media drop)
             stats = fields.get("stats")
             base = dict(stats) if isinstance(stats, dict) else {}
-            fields["stats"] = {**base, "dropped_media": float(dropped)}
+            fields["stats"] = {**base, "dropped_media": float(len(missing))}
         if error is not None or trajectory is None:
             return TaskResult.for_task(task, error=error, error_kind=kind, **fields)
         prediction = prediction_text(trajectory)
