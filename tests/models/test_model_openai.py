@@ -225,6 +225,8 @@ def test_cache_hit_sends_no_second_request(server: FakeOpenAIServer) -> None:
     assert second.cached and second.text == first.text
     from omnilab.config import get_settings
 
+    assert model.cache is not None
+    model.cache.flush()  # stores are written behind
     assert (get_settings().cache_dir / "models" / "responses.sqlite3").is_file()
 
 

@@ -152,9 +152,11 @@ def test_cache_keeps_one_connection_and_follows_a_replaced_file(tmp_path: Path) 
     cache = ResponseCache(path)
     assert cache.get("k") is None and len(cache) == 0 and not path.exists()  # reads create nothing
     cache.put("k", "m", ModelOutput.from_text("one"))
+    cache.flush()  # stores are written behind; flush writes them now
     first = cache._connection(create=False)
     cache.put("k2", "m", ModelOutput.from_text("two"))
-    assert cache._connection(create=False) is first  # no open per call
+    cache.flush()
+    assert first is not None and cache._connection(create=False) is first  # no open per call
     # Another thread gets its own connection and sees the same rows.
     seen: list[str | None] = []
     worker = threading.Thread(target=lambda: seen.append(getattr(cache.get("k"), "text", None)))
@@ -166,6 +168,7 @@ def test_cache_keeps_one_connection_and_follows_a_replaced_file(tmp_path: Path) 
     shutil.rmtree(path.parent)
     assert cache.get("k") is None and len(cache) == 0
     cache.put("k3", "m", ModelOutput.from_text("three"))
+    cache.flush()
     assert cache.get("k3") is not None and cache.get("k") is None and len(cache) == 1
     # Pickled for a worker process: the path travels, the connection does not.
     copy = pickle.loads(pickle.dumps(cache))

@@ -1,5 +1,6 @@
 """A results log that survives a crash: each line written and flushed at once, fsynced in the
-background, and a cut-off last line (a killed process) removed before appending again."""
+background (after the files it points to, such as the task's trajectory), and a cut-off last
+line (a killed process) removed before appending again."""
 
 from __future__ import annotations
 
@@ -47,7 +48,10 @@ class ResultLog:
 
     Each line is written and flushed at once, so a killed process loses nothing that was
     appended; ``fsync`` runs in a worker thread after every append (appends made while one runs
-    share the next), so a slow disk never stalls the event loop. Open with ``async with``.
+    share the next), so a slow disk never stalls the event loop. The files an append names in
+    ``sync_first`` (the task's trajectory, closed unsynced) are synced in that thread before the
+    log, so neither the tasks nor the event loop wait on the disk for them. Open with
+    ``async with``.
     """
 
     def __init__(self, path: Path) -> None:
@@ -58,6 +62,7 @@ class ResultLog:
         self._dirty = asyncio.Event()
         self._closing = False
         self._syncer: asyncio.Task[None] | None = None
+        self._unsynced: list[Path] = []
 
     async def __aenter__(self) -> ResultLog:
         try:
@@ -72,10 +77,13 @@ class ResultLog:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def append(self, result: TaskResult) -> None:
-        """Write one result line now (the fsync follows in the background)."""
+    def append(self, result: TaskResult, *, sync_first: Path | None = None) -> None:
+        """Write one result line now; the fsync follows in the background, after that of
+        ``sync_first`` (a file the result points to) when given."""
         if self._file is None:
             raise RuntimeError("ResultLog is not open")
+        if sync_first is not None:
+            self._unsynced.append(sync_first)
         self._file.write(result.model_dump_json() + "\n")
         self._file.flush()
         self._dirty.set()
@@ -85,7 +93,8 @@ class ResultLog:
         while not self._closing:
             await self._dirty.wait()
             self._dirty.clear()
-            await asyncio.to_thread(os.fsync, fd)
+            files, self._unsynced = self._unsynced, []
+            await asyncio.to_thread(_sync, files, fd)
 
     async def aclose(self) -> None:
         """Fsync what was written and close the file (also while the run is being cancelled)."""
@@ -98,6 +107,24 @@ class ResultLog:
             # leaves the thread running on a descriptor about to be closed.
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._syncer)
-        os.fsync(self._file.fileno())
+        files, self._unsynced = self._unsynced, []
+        _sync(files, self._file.fileno())
         self._file.close()
         self._file = None
+
+
+def _sync(files: list[Path], fd: int) -> None:
+    """Sync ``files`` (a missing or unreadable one is skipped: the task left none), then the
+    log behind descriptor ``fd``."""
+    for path in files:
+        try:
+            handle = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(handle)
+        except OSError:
+            pass  # a file system that cannot sync a read-only descriptor: nothing more to do
+        finally:
+            os.close(handle)
+    os.fsync(fd)

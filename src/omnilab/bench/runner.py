@@ -181,9 +181,12 @@ def build_executor(
     components: Components | None = None,
     *,
     tasks_at_once: int | None = None,
+    sync_trajectories: bool = True,
 ) -> TaskExecutor:
     """The executor of ``config``: agent, models and scorer built from their names, except
     those ``components`` provides. Bad names fail here, before any task starts.
+    ``sync_trajectories`` false leaves syncing each trajectory to the caller (as
+    :func:`execute` does, in the background).
 
     Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
     nothing twice), and their per-endpoint limits are lifted to ``tasks_at_once`` unless the
@@ -216,6 +219,7 @@ def build_executor(
         timeout_s=config.task_timeout_s,
         search=config.search,
         missing_media=config.missing_media,
+        sync_trajectories=sync_trajectories,
     )
 
 
@@ -229,9 +233,15 @@ class ExecutorRecipe:
     config: RunConfig
     components: Components | None = None
     tasks_at_once: int | None = None
+    sync_trajectories: bool = True
 
     def __call__(self) -> TaskExecutor:
-        return build_executor(self.config, self.components, tasks_at_once=self.tasks_at_once)
+        return build_executor(
+            self.config,
+            self.components,
+            tasks_at_once=self.tasks_at_once,
+            sync_trajectories=self.sync_trajectories,
+        )
 
 
 class RunOutcome(BaseModel):
@@ -286,7 +296,8 @@ async def execute(
     """
     run = RunDir(plan.run)
     tasks_at_once = concurrency or plan.config.concurrency or get_settings().bench.concurrency
-    recipe = ExecutorRecipe(plan.config, components, tasks_at_once)
+    # Trajectories are synced by the results log, in the background, not by each task.
+    recipe = ExecutorRecipe(plan.config, components, tasks_at_once, sync_trajectories=False)
     # Build first: a bad model name or missing judge fails before the folder is touched.
     executor = recipe()
     chosen = backend or get_backend(plan.config.backend)
@@ -309,7 +320,7 @@ async def execute(
 
             def write(result: TaskResult) -> None:
                 nonlocal ran, failed, reached
-                log.append(result)
+                log.append(result, sync_first=run.trajectory_file(result.task_id, result.sample))
                 ran += 1
                 failed += result.error is not None
                 reached += result.model_calls > 0

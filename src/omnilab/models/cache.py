@@ -7,12 +7,21 @@ generation setting that can change the answer (sampling, seed, response format, 
 timeout is left out) and the sample index, so repeated samples of one prompt are separate
 replies while a rerun of the same sample is served from the cache. One SQLite file serves
 concurrent processes (WAL mode, busy timeout).
+
+Stores are written behind: :meth:`ResponseCache.put` keeps the reply in memory (where
+:meth:`~ResponseCache.get` finds it at once) and one background thread commits what has
+gathered, many replies per transaction, so a store costs the event loop a dict insert instead of
+a commit. What is still pending is written when the process exits normally, on
+:meth:`~ResponseCache.flush` and :meth:`~ResponseCache.close`; a killed process loses at most
+the last fraction of a second of replies, which only means asking for them again.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,11 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from omnilab._memo import IdentityMemo
 from omnilab.config import get_settings
 from omnilab.content import Text
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
 
 __all__ = ["ResponseCache", "request_key"]
+
+log = logging.getLogger(__name__)
 
 _KEY_VERSION = 1
 _SCHEMA = """
@@ -79,32 +91,92 @@ def request_key(
     for name, default in _LATER_SETTINGS.items():
         if settings.get(name) == default:
             del settings[name]
-    canon: dict[str, Any] = {
-        "v": _KEY_VERSION,
-        "model": model,
-        "messages": [_canonical_message(m) for m in messages],
-        "tools": [t.model_dump(mode="json") for t in tools],
-        "config": settings,
-    }
-    if sample:
-        canon["sample"] = sample
-    text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # The canonical JSON of {"config", "messages", "model", "sample"?, "tools", "v"} with sorted
+    # keys, written part by part: the same text as dumping the whole dict (keys in sorted
+    # order), with the tool list's part kept from the last call that offered the same tools.
+    sampled = f',"sample":{_dump(sample)}' if sample else ""
+    text = (
+        f'{{"config":{_dump(settings)},'
+        f'"messages":{_dump([_canonical_message(m) for m in messages])},'
+        f'"model":{_dump(model)}{sampled},"tools":{_tools_text(tools)},"v":{_KEY_VERSION}}}'
+    )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# Agents offer the same spec objects on every call: their schemas are the largest part of a key.
+_TOOL_TEXTS: IdentityMemo[str] = IdentityMemo()
+
+
+def _tools_text(tools: Sequence[ToolSpec]) -> str:
+    return _TOOL_TEXTS.get(tools, lambda: _dump([t.model_dump(mode="json") for t in tools]))
+
+
+# Stores not yet committed, by cache file, shared by every ResponseCache object of this process
+# on that file (a new object on the same file finds them too); one background thread writes
+# them. Held strongly: a cache object dropped right after a store loses nothing.
+_PENDING: dict[str, dict[str, tuple[str, float, str]]] = {}
+_PENDING_LOCK = threading.Lock()
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITERS: dict[str, ResponseCache] = {}
+_WAKE = threading.Event()
+_WRITER: dict[str, int | None] = {"pid": None}
+_LINGER_S = 0.05
+"""How long the writer waits after a store for more to commit with it."""
+
+
+def _writer_loop() -> None:
+    while True:
+        _WAKE.wait()
+        time.sleep(_LINGER_S)  # gather the stores of the next moments into one commit
+        _WAKE.clear()
+        _flush_all()
+
+
+def _flush_all() -> None:
+    with _PENDING_LOCK:
+        files = [name for name, rows in _PENDING.items() if rows]
+    for name in files:
+        writer = _WRITERS.get(name)
+        if writer is None:
+            writer = _WRITERS.setdefault(name, ResponseCache(Path(name)))
+        writer.flush()
+
+
+def _ensure_writer() -> None:
+    if _WRITER["pid"] == os.getpid():
+        return
+    with _PENDING_LOCK:
+        if _WRITER["pid"] == os.getpid():
+            return
+        _WRITER["pid"] = os.getpid()  # a forked child starts its own writer
+        threading.Thread(target=_writer_loop, name="omnilab-reply-cache", daemon=True).start()
+        atexit.register(_flush_all)
 
 
 class ResponseCache:
     """Model outputs by request key, in one SQLite file.
 
     Each thread (and each process: a fork does not inherit it) keeps one open connection, so a
-    lookup or a store costs a statement, not an open, a schema check and a close: at a 64-task
-    concurrency the cache runs on the event loop a thousand times a run. Commits are not synced
-    to disk one by one (WAL with ``synchronous=NORMAL``): a power cut can lose the last replies,
-    which only means asking again, and a store no longer waits on the disk under load.
+    lookup costs a statement, not an open, a schema check and a close: at a 64-task concurrency
+    the cache runs on the event loop a thousand times a run. Stores are written behind (see the
+    module docstring). Commits are not synced to disk one by one (WAL with
+    ``synchronous=NORMAL``): a power cut can lose the last replies, which only means asking
+    again.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._init_state()
+
+    def _init_state(self) -> None:
         self._local = threading.local()
+        self._name = str(self.path.absolute())
+        with _PENDING_LOCK:
+            self._write_lock = _WRITE_LOCKS.setdefault(self._name, threading.Lock())
 
     @classmethod
     def default(cls) -> ResponseCache:
@@ -112,12 +184,13 @@ class ResponseCache:
         return cls(get_settings().cache_dir / "models" / "responses.sqlite3")
 
     def __getstate__(self) -> dict[str, Any]:
-        # Connections stay with the process that opened them (process backends pickle models).
+        # Connections stay with the process that opened them (process backends pickle models);
+        # replies not yet written are written by this process.
         return {"path": self.path}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
-        self._local = threading.local()
+        self._init_state()
 
     def _connection(self, *, create: bool) -> sqlite3.Connection | None:
         """This thread's connection to the file as it is now; None if it does not exist and
@@ -150,25 +223,53 @@ class ResponseCache:
 
     def get(self, key: str) -> ModelOutput | None:
         """The stored output for ``key``, or None."""
+        with _PENDING_LOCK:
+            row = _PENDING.get(self._name, {}).get(key)
+        if row is not None:
+            return ModelOutput.model_validate_json(row[2])
         conn = self._connection(create=False)
         if conn is None:
             return None
-        row = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        found = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
+        if found is None:
             return None
-        return ModelOutput.model_validate_json(row[0])
+        return ModelOutput.model_validate_json(found[0])
 
     def put(self, key: str, model: str, output: ModelOutput) -> None:
-        """Store ``output`` under ``key`` (replacing any earlier one)."""
-        conn = self._connection(create=True)
-        assert conn is not None
-        with conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO responses (key, model, created, output) VALUES (?, ?, ?, ?)",
-                (key, model, time.time(), output.model_dump_json()),
-            )
+        """Store ``output`` under ``key`` (replacing any earlier one); written behind."""
+        row = (model, time.time(), output.model_dump_json())
+        with _PENDING_LOCK:
+            _PENDING.setdefault(self._name, {})[key] = row
+        _ensure_writer()
+        _WAKE.set()
+
+    def flush(self) -> None:
+        """Write every pending store now (in this thread)."""
+        with self._write_lock:  # one batch at a time: a later store is never overwritten
+            with _PENDING_LOCK:
+                batch = dict(_PENDING.get(self._name, {}))
+            if not batch:
+                return
+            try:
+                conn = self._connection(create=True)
+                assert conn is not None
+                with conn:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO responses (key, model, created, output) "
+                        "VALUES (?, ?, ?, ?)",
+                        [(key, *row) for key, row in batch.items()],
+                    )
+            except (OSError, sqlite3.Error) as e:
+                # Losing cached replies only means asking again: say so, never stop the run.
+                log.warning("reply cache %s: %d replies not stored (%s)", self.path, len(batch), e)
+            with _PENDING_LOCK:
+                pending = _PENDING.get(self._name, {})
+                for key, row in batch.items():
+                    if pending.get(key) is row:
+                        del pending[key]
 
     def __len__(self) -> int:
+        self.flush()
         conn = self._connection(create=False)
         if conn is None:
             return 0
@@ -177,13 +278,17 @@ class ResponseCache:
 
     def clear(self) -> None:
         """Remove every stored response."""
+        with _PENDING_LOCK:
+            _PENDING.pop(self._name, None)
         conn = self._connection(create=False)
         if conn is not None:
             with conn:
                 conn.execute("DELETE FROM responses")
 
     def close(self) -> None:
-        """Close this thread's connection (it reopens on the next use)."""
+        """Write pending stores and close this thread's connection (it reopens on the next
+        use)."""
+        self.flush()
         held = getattr(self._local, "held", None)
         self._local.held = None
         if held is not None and held[0] == os.getpid():

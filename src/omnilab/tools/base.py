@@ -34,6 +34,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from omnilab._memo import IdentityMemo
 from omnilab.content import Content, Text
 from omnilab.models.types import ToolSpec
 from omnilab.tools._docstring import parse_docstring
@@ -122,12 +123,17 @@ def _error_line(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_Derived = tuple[str, type[BaseModel], dict[str, Any]]
+_Derived = tuple[str, type[BaseModel], dict[str, Any], ToolSpec]
 _DERIVED: dict[tuple[object, ...], _Derived] = {}
+# Factories pass the same paper schema object for every task: dumping it each time cost more
+# than the rest of building the tool.
+_FROZEN: IdentityMemo[str] = IdentityMemo(512)
 
 
 def _freeze(parameters: Mapping[str, Any] | None) -> str | None:
-    return None if parameters is None else json.dumps(parameters, sort_keys=True)
+    if parameters is None:
+        return None
+    return _FROZEN.get((parameters,), lambda: json.dumps(parameters, sort_keys=True))
 
 
 def _derive(
@@ -147,7 +153,8 @@ def _derive(
                 f"tool {name}: schema properties {sorted(given)} do not match the "
                 f"function's arguments {sorted(derived['properties'])}"
             )
-    return text, args_model, dict(parameters) if parameters is not None else derived
+    schema = dict(parameters) if parameters is not None else derived
+    return text, args_model, schema, ToolSpec(name=name, description=text, parameters=schema)
 
 
 def _args_model(fn: ToolFn, name: str, docs: Mapping[str, str]) -> type[BaseModel]:
@@ -187,10 +194,9 @@ class Tool:
         if derived is None:
             derived = _derive(fn, self.name, description, parameters)
             _DERIVED[key] = derived
-        self.description, self._args_model, self.parameters = derived
-        self.spec = ToolSpec(
-            name=self.name, description=self.description, parameters=self.parameters
-        )
+        # One spec object for every build of a tool: the reply cache and the trajectory
+        # encoder keep the JSON of a tool list by the identity of its specs.
+        self.description, self._args_model, self.parameters, self.spec = derived
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

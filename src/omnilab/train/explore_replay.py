@@ -148,8 +148,8 @@ class BranchWriter(TrajectoryWriter):
     def closed(self) -> bool:
         return self.inner.closed
 
-    def close(self) -> None:
-        self.inner.close()
+    def close(self, *, sync: bool = True) -> None:
+        self.inner.close(sync=sync)
 
 
 async def run_branch(

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from omnilab._memo import IdentityMemo
 from omnilab.content import Text
 from omnilab.models.events import CallInput, ModelCallEvent
 from omnilab.models.types import GenerateConfig, Message, ToolSpec
@@ -42,6 +43,8 @@ __all__ = ["EventDecoder", "EventEncoder", "file_hash"]
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 _TOOLS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
+# Every task's first call offers the same spec objects: their JSON is made once.
+_TOOL_TEXTS: IdentityMemo[str] = IdentityMemo()
 _MEDIA_TYPES = frozenset({"image", "audio", "video", "document"})
 _WHOLE_LIMIT = 64 * 1024 * 1024
 _END_BYTES = 4 * 1024 * 1024
@@ -134,7 +137,9 @@ class EventEncoder:
         if thread is not None and _same(thread.tools, sent.tools):
             tools = '"tools_same":true'
         else:
-            tools = f'"tools":{_TOOLS.dump_json(sent.tools).decode("utf-8")}'
+            tools = _TOOL_TEXTS.get(
+                sent.tools, lambda: f'"tools":{_TOOLS.dump_json(sent.tools).decode("utf-8")}'
+            )
         body = (
             f'{{"prefix":{prefix},"messages":{_MESSAGES.dump_json(new).decode("utf-8")},{tools},'
             f'"config":{sent.config.model_dump_json(exclude_defaults=True, fallback=str)},'

@@ -6,7 +6,8 @@ further line is one :data:`~omnilab.trajectory.events.Event` (model calls encode
 Files of schema 1 and 2 are read. Each line is handed to the operating
 system before :meth:`TrajectoryWriter.emit` returns, so a run whose process is killed leaves every
 event it emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and
-skips. The file is synced to disk on close; ``durable=True`` syncs every line too, which only
+skips. The file is synced to disk on close (unless the caller syncs it later itself, as the
+evaluation runner does in the background); ``durable=True`` syncs every line too, which only
 matters if the whole machine may go down mid-run (it costs milliseconds per event on most disks).
 """
 
@@ -112,11 +113,13 @@ class TrajectoryWriter:
         """Whether :meth:`close` was called."""
         return self._file is None
 
-    def close(self) -> None:
-        """Sync the file to disk and close it."""
+    def close(self, *, sync: bool = True) -> None:
+        """Sync the file to disk (unless ``sync`` is false: the caller syncs it later) and close
+        it; what was emitted is with the operating system either way."""
         with self._lock:
             if self._file is not None:
-                os.fsync(self._file.fileno())
+                if sync:
+                    os.fsync(self._file.fileno())
                 self._file.close()
                 self._file = None
 
