@@ -122,3 +122,34 @@ def test_media_frames_imports_neither_numpy_nor_other_layers(tmp_path: Path) -> 
     assert "omnilab.media.video" in modules
     others = ("omnilab.agents", "omnilab.bench", "omnilab.models", "omnilab.tools", "numpy")
     assert heavy_in(modules, others) == []
+
+
+def test_eval_command_module_imports_no_numpy_sandbox_or_unused_bench_layers() -> None:
+    """`omnilab eval` imports its command module on every run: numpy (only the intervals at the
+    end need it), the code-x scorers with the sandbox and ctypes (only their scorers need them)
+    and the error analysis cost ~0.3 s of every start when they were imported with it."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, omnilab.cli.eval; print(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert "omnilab.bench.runner" in modules
+    unused = (
+        "numpy",
+        "ctypes",
+        "omnilab.sandbox",
+        "omnilab.bench.scoring.code_x",
+        "omnilab.bench.scoring.code_x_process",
+        "omnilab.bench.scoring.code_x_tasks",
+        "omnilab.bench.scoring.code_x_metrics",
+        "omnilab.bench.analysis",
+        "omnilab.bench.reports",
+    )
+    assert [m for m in unused if m in modules] == []

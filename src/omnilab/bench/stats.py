@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel
 
 __all__ = ["Interval", "McNemarResult", "TestMethod", "bootstrap_ci", "mcnemar_test"]
@@ -52,6 +51,10 @@ def bootstrap_ci(
         raise ValueError(f"confidence must be in (0, 1) (got {confidence})")
     if resamples < 1:
         raise ValueError("resamples must be >= 1")
+    # Imported here, not with the module: numpy takes ~0.1 s to import, which every command
+    # importing omnilab.bench paid, intervals or not.
+    import numpy as np
+
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     if np.isin(data, (0.0, 1.0)).all():

@@ -4,16 +4,21 @@ print). Pure rendering: each function takes a result object and returns renderab
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.table import Table
 
-from omnilab.bench.analysis import ERROR_CATEGORIES, ErrorAnalysis
 from omnilab.bench.metrics import NO_GROUP, Rate, RunSummary, native_groups
 from omnilab.bench.progress import format_tokens
-from omnilab.bench.reports import Comparison
 from omnilab.bench.results import TaskResult
 from omnilab.bench.stats import Interval
+
+if TYPE_CHECKING:
+    # Types only: `omnilab eval` renders summaries, and the error analysis and run comparison
+    # modules (with the dataset loaders they use) added ~60 ms to its start.
+    from omnilab.bench.analysis import ErrorAnalysis
+    from omnilab.bench.reports import Comparison
 
 __all__ = ["analysis_tables", "comparison_tables", "summary_tables"]
 
@@ -188,6 +193,8 @@ def comparison_tables(comparison: Comparison, *, groups: Sequence[str]) -> list[
 
 def analysis_tables(analysis: ErrorAnalysis) -> list[RenderableType]:
     """Error categories over the labelled failures, overall and per Level."""
+    from omnilab.bench.analysis import ERROR_CATEGORIES
+
     levels = list(analysis.by_level)
     table = _table(
         f"error categories ({analysis.analysed} failed tasks labelled, "

@@ -15,9 +15,6 @@ from typing import Any, Literal
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Scorer
 from omnilab.bench.scoring.choice import MultipleChoice
-from omnilab.bench.scoring.code_x import CodeXReward
-from omnilab.bench.scoring.code_x_process import ProcessJudge
-from omnilab.bench.scoring.code_x_tasks import TerminalTaskScorer
 from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
 from omnilab.bench.scoring.judging import ScoringRules
@@ -55,6 +52,20 @@ def _no_judges(make: Callable[[], Scorer]) -> ScorerEntry:
     return ScorerEntry(lambda judges: make())
 
 
+def _process_judge(judges: Sequence[Model]) -> Scorer:
+    # Imported here, like the other code-x scorers (string entries below): the terminal-task
+    # scorer pulls in the sandbox, ctypes and numpy, ~0.1 s of every `omnilab eval` start.
+    from omnilab.bench.scoring.code_x_process import ProcessJudge
+
+    return ProcessJudge(judges[0])
+
+
+def _terminal_tasks(judges: Sequence[Model]) -> Scorer:
+    from omnilab.bench.scoring.code_x_tasks import TerminalTaskScorer
+
+    return TerminalTaskScorer(judges[0] if judges else None)
+
+
 def _as_entry(value: Any) -> ScorerEntry:
     if isinstance(value, ScorerEntry):
         return value
@@ -85,11 +96,10 @@ SCORERS: Registry[ScorerEntry] = Registry(
         "numeric": _no_judges(NumericMatch),
         "temporal_iou": _no_judges(TemporalIoU),
         "mra": _no_judges(MeanRelativeAccuracy),
-        "code-x-reward": _no_judges(CodeXReward),
-        "code-x-process": ScorerEntry(lambda judges: ProcessJudge(judges[0]), "one"),
-        "terminal-tasks": ScorerEntry(
-            lambda judges: TerminalTaskScorer(judges[0] if judges else None), "optional"
-        ),
+        # A class named by string: imported on first lookup, made with no judges (_as_entry).
+        "code-x-reward": "omnilab.bench.scoring.code_x:CodeXReward",
+        "code-x-process": ScorerEntry(_process_judge, "one"),
+        "terminal-tasks": ScorerEntry(_terminal_tasks, "optional"),
     },
     error=BenchError,
     coerce=_as_entry,
