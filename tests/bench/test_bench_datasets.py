@@ -339,7 +339,8 @@ def test_importing_the_harness_loads_no_adapter() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('omnilab.bench.datasets.')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "['omnilab.bench.datasets._common']"
+    # The package's names load on first use; at most the shared helpers may be there.
+    assert proc.stdout.strip() in ("[]", "['omnilab.bench.datasets._common']")
 
 
 def test_data_check_prints_the_wrong_format_warning(bench_data: Path) -> None:

@@ -408,3 +408,32 @@ def test_summaries_from_the_folder_match_the_outcome(data: Path, tmp_path: Path)
     outcome = run(data, tmp_path / "run")
     results: list[TaskResult] = RunDir(tmp_path / "run").results()
     assert summarize(results).pass_at_1 == outcome.summary.pass_at_1
+
+
+def test_each_trajectory_is_synced_once_before_the_results_log(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import sys
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.endswith("trajectory/store.py"):
+            pytest.fail("a task synced its trajectory itself")
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    # Tasks close their trajectories without a sync (no task waits on the disk); the results
+    # log syncs each one, in the background, before the log itself.
+    monkeypatch.setattr(os, "fsync", fsync)
+    out = tmp_path / "run"
+    run(data, out, concurrency=3)
+    results = str(RunDir(out).results_file)
+    last_results_sync = len(synced) - 1 - synced[::-1].index(results)
+    for task in ANSWERS:
+        trajectory = str(RunDir(out).trajectory_file(task))
+        assert synced.count(trajectory) == 1, f"{task}'s trajectory: {synced.count(trajectory)}"
+        assert synced.index(trajectory) < last_results_sync

@@ -231,3 +231,17 @@ def test_fsync_policy(
     assert len(synced) == syncs_before_close
     writer.close()
     assert len(synced) == syncs_before_close + 1
+
+
+def test_close_without_sync_leaves_the_sync_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.trajectory import store
+
+    synced: list[int] = []
+    monkeypatch.setattr(store.os, "fsync", lambda fd: synced.append(fd))
+    writer = TrajectoryWriter(tmp_path / "t.jsonl")
+    writer.emit(ErrorEvent(error_kind="test", message="e"))
+    writer.close(sync=False)
+    assert synced == [] and writer.closed
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 2  # all there, unsynced

@@ -13,9 +13,12 @@ import asyncio
 import contextlib
 import fnmatch
 import hashlib
+import os
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel
 
@@ -229,10 +232,12 @@ class TaskExecutor:
         writer: TrajectoryWriter | None = None
         try:
             # The writer replaces an older file: a task rerun after a kill starts afresh.
-            # Made here, not in a worker thread: the create is one quick system call, and
-            # making the writer is Python work that a thread could only do with the event
-            # loop's lock (under load a thread hop cost a task 20-70 ms of waiting).
-            writer = _open_task_files(job)
+            # The folders and the file are made in a worker thread (a create can wait on the
+            # file system, and 64 tasks share this event loop); the writer, which is Python
+            # work a thread could only do holding the interpreter lock, is made here.
+            loop = asyncio.get_running_loop()
+            opened = await loop.run_in_executor(_file_threads(), _create_task_files, job)
+            writer = TrajectoryWriter(job.trajectory, opened=opened)
             ctx = AgentContext(
                 # Per-task views: own usage totals, the sample's seed and cache key, no
                 # crossing sinks.
@@ -259,8 +264,13 @@ class TaskExecutor:
                 return _close_failed(writer, "internal", error, started), error, kind
         finally:
             # Closed without a sync: the runner syncs each trajectory in the background before
-            # the result line that points to it (ResultLog), so no task waits on the disk.
-            _finish(writer, job.workspace, sync=self.sync_trajectories)
+            # the result line that points to it (ResultLog), so no task waits on the disk. The
+            # empty workspace goes in a worker thread, and the task need not wait for that.
+            if writer is not None:
+                writer.close(sync=self.sync_trajectories)
+            asyncio.get_running_loop().run_in_executor(
+                _file_threads(), _remove_if_empty, job.workspace
+            )
         failure = _status_error(trajectory)
         return trajectory, failure, ("agent" if failure is not None else None)
 
@@ -318,15 +328,24 @@ def _status_error(trajectory: Trajectory) -> str | None:
     return None
 
 
-def _open_task_files(job: TaskJob) -> TrajectoryWriter:
+_FILE_THREADS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _file_threads() -> ThreadPoolExecutor:
+    """This process's threads for task files: their own, so a create never queues behind
+    other work of the default executor (the results log's syncs, name lookups)."""
+    pool = _FILE_THREADS.get(os.getpid())
+    if pool is None:
+        pool = _FILE_THREADS.setdefault(
+            os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="omnilab-files")
+        )
+    return pool
+
+
+def _create_task_files(job: TaskJob) -> IO[str]:
     job.workspace.mkdir(parents=True, exist_ok=True)
-    return TrajectoryWriter(job.trajectory)
-
-
-def _finish(writer: TrajectoryWriter | None, workspace: Path, *, sync: bool) -> None:
-    if writer is not None:
-        writer.close(sync=sync)
-    _remove_if_empty(workspace)
+    job.trajectory.parent.mkdir(parents=True, exist_ok=True)
+    return job.trajectory.open("w", encoding="utf-8")
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -73,17 +73,26 @@ class TrajectoryWriter:
     in events are written to the folder ``<path without .jsonl>.media`` beside it.
     """
 
-    def __init__(self, path: Path, *, run_id: str | None = None, durable: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        run_id: str | None = None,
+        durable: bool = False,
+        opened: IO[str] | None = None,
+    ) -> None:
+        """``opened``: ``path`` already opened for writing text (emptied) by the caller, who
+        may have made it elsewhere (the evaluation runner opens it in a worker thread)."""
         self.path = Path(path)
         self.durable = durable
         self.run_id = run_id or new_id()
         self.header = TrajectoryHeader(
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         )
-        if not self.path.parent.is_dir():  # one folder holds a run's files: mkdir it once
+        if opened is None and not self.path.parent.is_dir():  # mkdir a run's folder once
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = EventEncoder(self.path.with_suffix(".media"))
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._file: IO[str] | None = opened or self.path.open("w", encoding="utf-8")
         # Model sinks may be called from worker threads (tools run in threads): one line at a time.
         self._lock = threading.Lock()
         self._write(self.header.model_dump_json())
