@@ -410,11 +410,14 @@ def test_summaries_from_the_folder_match_the_outcome(data: Path, tmp_path: Path)
     assert summarize(results).pass_at_1 == outcome.summary.pass_at_1
 
 
+@pytest.mark.parametrize("syncfs", [False, True])
 def test_each_trajectory_is_synced_once_before_the_results_log(
-    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool
 ) -> None:
     import os
     import sys
+
+    from omnilab.bench import result_log
 
     synced: list[str] = []
     real = os.fsync
@@ -423,17 +426,42 @@ def test_each_trajectory_is_synced_once_before_the_results_log(
         caller = sys._getframe(1).f_code
         if caller.co_filename.endswith("trajectory/store.py"):
             pytest.fail("a task synced its trajectory itself")
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
         real(fd)
 
+    def fake_syncfs(fd: int) -> bool:
+        if not syncfs:
+            return False  # none here: file by file
+        # What syncfs covers: every file of the run folder's file system, then the log.
+        folder = RunDir(out)
+        synced.extend(str(folder.trajectory_file(t)) for t in ANSWERS)
+        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        return syncfs
+
     # Tasks close their trajectories without a sync (no task waits on the disk); the results
-    # log syncs each one, in the background, before the log itself.
+    # log syncs them, in the background, before the log itself: with one syncfs of the file
+    # system where it can, else file by file.
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(result_log, "_syncfs", fake_syncfs)
     out = tmp_path / "run"
     run(data, out, concurrency=3)
     results = str(RunDir(out).results_file)
     last_results_sync = len(synced) - 1 - synced[::-1].index(results)
     for task in ANSWERS:
         trajectory = str(RunDir(out).trajectory_file(task))
-        assert synced.count(trajectory) == 1, f"{task}'s trajectory: {synced.count(trajectory)}"
-        assert synced.index(trajectory) < last_results_sync
+        assert trajectory in synced[:last_results_sync], f"{task}'s trajectory was not synced"
+        if not syncfs:
+            assert synced.count(trajectory) == 1, f"{task}: {synced.count(trajectory)} syncs"
+
+
+def test_syncfs_is_called_on_linux(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from omnilab.bench.result_log import _syncfs
+
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert _syncfs(fd) is sys.platform.startswith("linux")
+    finally:
+        os.close(fd)
