@@ -131,3 +131,23 @@ def test_clear_drops_pending_stores_too(tmp_path: Path) -> None:
     cache.put("b", "m", ModelOutput.from_text("b"))
     cache.clear()
     assert cache.get("a") is None and cache.get("b") is None and len(cache) == 0
+
+
+def test_flush_pending_writes_before_a_worker_is_killed(tmp_path: Path) -> None:
+    # Pool workers and Ray actors are ended without exit hooks; the backends flush after each
+    # task.
+    path = tmp_path / "r.sqlite3"
+    script = (
+        "import os, signal\n"
+        "from pathlib import Path\n"
+        "from omnilab.models import ModelOutput, ResponseCache\n"
+        "from omnilab.models.cache import flush_pending\n"
+        f"cache = ResponseCache(Path({str(path)!r}))\n"
+        "for i in range(5):\n"
+        "    cache.put(f'k{i}', 'm', ModelOutput.from_text(str(i)))\n"
+        "flush_pending()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
+    assert proc.returncode == -9
+    assert len(_rows(path)) == 5

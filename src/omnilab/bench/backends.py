@@ -31,6 +31,7 @@ from typing import Protocol, runtime_checkable
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
+from omnilab.models.cache import flush_pending
 from omnilab.registry import Registry
 
 __all__ = [
@@ -128,7 +129,11 @@ def _run_in_worker(job: TaskJob) -> TaskResult:
     executor = _WORKER["executor"]
     loop = _WORKER["loop"]
     assert isinstance(executor, TaskExecutor) and isinstance(loop, asyncio.AbstractEventLoop)
-    return loop.run_until_complete(executor.run(job))
+    result = loop.run_until_complete(executor.run(job))
+    # The pool ends its workers by terminating them, which skips exit hooks: the task's
+    # replies go to the cache file now.
+    flush_pending()
+    return result
 
 
 class ProcessBackend:

@@ -32,6 +32,7 @@ from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import write_atomic
+from omnilab.models.cache import flush_pending
 
 __all__ = ["RayBackend"]
 
@@ -58,6 +59,9 @@ class _Worker:
             text = path.read_text(encoding="utf-8") if path.is_file() else None
             kept = sorted(p for p in (here / "branches").rglob("*") if p.is_file())
             extra = {p.relative_to(here).as_posix(): p.read_text(encoding="utf-8") for p in kept}
+            # Actors are killed at the end of a run, which skips exit hooks: the task's replies
+            # go to the cache file now.
+            flush_pending()
             return result, text, extra
         finally:
             shutil.rmtree(here, ignore_errors=True)

@@ -35,7 +35,7 @@ from omnilab.config import get_settings
 from omnilab.content import Text
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
 
-__all__ = ["ResponseCache", "request_key"]
+__all__ = ["ResponseCache", "flush_pending", "request_key"]
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,13 @@ def _writer_loop() -> None:
         time.sleep(_LINGER_S)  # gather the stores of the next moments into one commit
         _WAKE.clear()
         _flush_all()
+
+
+def flush_pending() -> None:
+    """Write every reply this process still holds for any cache file, now: for a worker that
+    is about to be ended without running its exit hooks (a terminated pool process, a killed
+    Ray actor)."""
+    _flush_all()
 
 
 def _flush_all() -> None:
