@@ -8,8 +8,9 @@ benchmark (see :mod:`omnilab.bench.runner`). Both are imported on first use, so
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from omnilab._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from omnilab.api import AskResult, ask, ask_async
@@ -28,10 +29,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'omnilab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -8,8 +8,9 @@ and :func:`analyze_errors` read those. Importing this package reads no file.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from omnilab._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from omnilab.bench.analysis import (
@@ -178,13 +179,7 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next access skips this function
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE, globals())
 
 
 def __dir__() -> list[str]:

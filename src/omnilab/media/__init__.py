@@ -6,9 +6,9 @@ probed file first, and raises :class:`MediaError` with a stable code and a one-l
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from omnilab._lazy import lazy_getattr
 from omnilab.media.errors import MediaError, MediaErrorCode
 
 # Imported here, not lazily: the function shares its name with its module, and a lazy lookup
@@ -60,10 +60,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'omnilab.media' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
