@@ -265,12 +265,13 @@ class TaskExecutor:
         finally:
             # Closed without a sync: the runner syncs each trajectory in the background before
             # the result line that points to it (ResultLog), so no task waits on the disk. The
-            # empty workspace goes in a worker thread, and the task need not wait for that.
+            # empty workspace is removed in a worker thread (shielded: also when cancelled).
             if writer is not None:
                 writer.close(sync=self.sync_trajectories)
-            asyncio.get_running_loop().run_in_executor(
+            removed = asyncio.get_running_loop().run_in_executor(
                 _file_threads(), _remove_if_empty, job.workspace
             )
+            await asyncio.shield(removed)
         failure = _status_error(trajectory)
         return trajectory, failure, ("agent" if failure is not None else None)
 
