@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,3 +157,41 @@ def test_tree_exploration_runs_on_ray_and_brings_its_branches_back(
         "r.1.jsonl",
         "tree.jsonl",
     ]
+
+
+def test_cancelling_a_ray_run_kills_its_workers_and_keeps_no_partial_result(
+    local_ray: None, tmp_path: Path
+) -> None:
+    # Ctrl-C cancels the run's main task: the actors go (their CPUs come back), the tasks in
+    # flight leave no result, and a resumed run would run them again.
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": "?", "answer": "a"}) + "\n" for i in range(4)
+        )
+    )
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps([{"timeout": True, "seconds": 60}] * 8))  # every call hangs
+    config = new_config("jsonl", data, agent="tir", model=f"scripted:{script}", scorer="answer_set")
+    out = tmp_path / "run"
+
+    async def scenario() -> None:
+        run = asyncio.create_task(evaluate(config, out, concurrency=2, backend=get_backend("ray")))
+        deadline = asyncio.get_running_loop().time() + 60
+        while ray.available_resources().get("CPU", 0.0) >= 2.0:  # wait for the actors
+            assert asyncio.get_running_loop().time() < deadline, "the actors never started"
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1.0)  # tasks in flight
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(scenario())
+    freed = False
+    for _ in range(100):
+        if ray.available_resources().get("CPU", 0.0) >= 2.0:
+            freed = True
+            break
+        time.sleep(0.2)
+    assert freed, "the run's actors still hold their CPUs after the cancel"
+    assert RunDir(out).results() == []
