@@ -67,11 +67,6 @@ class _Worker:
             shutil.rmtree(here, ignore_errors=True)
 
 
-def _write_trajectory(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 class RayBackend:
     """See the module docstring."""
 
@@ -176,7 +171,7 @@ class RayBackend:
                         text = None
                     if text is not None:
                         # Unsynced: the runner's results log syncs it before the result line.
-                        await asyncio.to_thread(_write_trajectory, job.trajectory, text)
+                        await asyncio.to_thread(write_atomic, job.trajectory, text, sync=False)
                     run_folder = job.trajectory.parent.parent
                     for rel, body in extra.items():
                         await asyncio.to_thread(write_atomic, run_folder / rel, body)

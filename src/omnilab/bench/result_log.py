@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,20 +137,21 @@ def _sync(files: list[Path], fd: int) -> None:
     os.fsync(fd)
 
 
-_LIBC: list[object] = []
+@functools.cache
+def _libc_syncfs() -> Callable[[int], int] | None:
+    # Imported here, in the syncing thread, once: ctypes costs ~50 ms to import.
+    import ctypes
+
+    try:
+        call: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    return call
 
 
 def _syncfs(fd: int) -> bool:
     """``syncfs(2)`` on the file system of ``fd``; False where there is none or it failed."""
     if not sys.platform.startswith("linux"):
         return False
-    if not _LIBC:
-        # Imported here, in the syncing thread: ctypes costs ~50 ms to import.
-        import ctypes
-
-        try:
-            _LIBC.append(ctypes.CDLL(None, use_errno=True).syncfs)
-        except (OSError, AttributeError):
-            _LIBC.append(None)
-    call = _LIBC[0]
-    return callable(call) and call(fd) == 0
+    call = _libc_syncfs()
+    return call is not None and call(fd) == 0

@@ -344,14 +344,16 @@ def _first_line(error: Exception) -> str:
     return text[0] if text else type(error).__name__
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it and rename it over ``path``."""
+def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync it (unless ``sync`` is false:
+    the caller syncs it later) and rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
     tmp.replace(path)
 
 

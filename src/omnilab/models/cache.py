@@ -133,17 +133,13 @@ def _writer_loop() -> None:
         _WAKE.wait()
         time.sleep(_LINGER_S)  # gather the stores of the next moments into one commit
         _WAKE.clear()
-        _flush_all()
+        flush_pending()
 
 
 def flush_pending() -> None:
-    """Write every reply this process still holds for any cache file, now: for a worker that
-    is about to be ended without running its exit hooks (a terminated pool process, a killed
-    Ray actor)."""
-    _flush_all()
-
-
-def _flush_all() -> None:
+    """Write every reply this process still holds for any cache file, now (the writer thread
+    and the exit hook call it; so do workers about to be ended without exit hooks: a
+    terminated pool process, a killed Ray actor)."""
     with _PENDING_LOCK:
         files = [name for name, rows in _PENDING.items() if rows]
     for name in files:
@@ -161,7 +157,7 @@ def _ensure_writer() -> None:
             return
         _WRITER["pid"] = os.getpid()  # a forked child starts its own writer
         threading.Thread(target=_writer_loop, name="omnilab-reply-cache", daemon=True).start()
-        atexit.register(_flush_all)
+        atexit.register(flush_pending)
 
 
 class ResponseCache:
