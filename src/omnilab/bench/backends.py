@@ -31,6 +31,7 @@ from typing import Protocol, runtime_checkable
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
+from omnilab.bench.task_files import finishing
 from omnilab.models.cache import flush_pending
 from omnilab.registry import Registry
 
@@ -130,6 +131,9 @@ def _run_in_worker(job: TaskJob) -> TaskResult:
     loop = _WORKER["loop"]
     assert isinstance(executor, TaskExecutor) and isinstance(loop, asyncio.AbstractEventLoop)
     result = loop.run_until_complete(executor.run(job))
+    pending = finishing(job.trajectory)
+    if pending is not None:
+        pending.result()  # the trajectory complete before the parent logs the result
     # The pool ends its workers by terminating them, which skips exit hooks: the task's
     # replies go to the cache file now.
     flush_pending()

@@ -32,6 +32,7 @@ from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import write_atomic
+from omnilab.bench.task_files import finishing
 from omnilab.models.cache import flush_pending
 
 __all__ = ["RayBackend"]
@@ -56,6 +57,9 @@ class _Worker:
         try:
             result = await self.executor.run(local)
             path = local.trajectory
+            pending = finishing(path)
+            if pending is not None:
+                await asyncio.wrap_future(pending)  # its last lines, read below
             text = path.read_text(encoding="utf-8") if path.is_file() else None
             kept = sorted(p for p in (here / "branches").rglob("*") if p.is_file())
             extra = {p.relative_to(here).as_posix(): p.read_text(encoding="utf-8") for p in kept}

@@ -10,19 +10,16 @@ as :class:`RunSetupError`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fnmatch
 import hashlib
-import os
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO
 
 from pydantic import BaseModel
 
 from omnilab.agents.base import Agent, AgentConfigError, AgentContext, AgentTask, Budgets
+from omnilab.bench import task_files
 from omnilab.bench.agent_task import agent_task
 from omnilab.bench.errors import BenchError
 from omnilab.bench.rescore import score_result
@@ -156,6 +153,7 @@ class TaskExecutor:
         search: str | None = None,
         missing_media: MissingMedia = "fail",
         sync_trajectories: bool = True,
+        trajectory_linger_s: float | None = None,
     ) -> None:
         self.agent = agent
         self.model = model
@@ -172,6 +170,9 @@ class TaskExecutor:
         self.sync_trajectories = sync_trajectories
         """Whether closing a task's trajectory syncs it to disk; the runner turns it off and
         syncs the files itself, in the background, before each result is made durable."""
+        self.trajectory_linger_s = trajectory_linger_s
+        """Hand a task's trajectory lines to the OS within this many seconds rather than one
+        write per event (:class:`~omnilab.trajectory.TrajectoryWriter`); the runner sets it."""
 
     async def run(self, job: TaskJob) -> TaskResult:
         """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
@@ -231,13 +232,19 @@ class TaskExecutor:
         started = time.perf_counter()
         writer: TrajectoryWriter | None = None
         try:
-            # The writer replaces an older file: a task rerun after a kill starts afresh.
-            # The folders and the file are made in a worker thread (a create can wait on the
-            # file system, and 64 tasks share this event loop); the writer, which is Python
-            # work a thread could only do holding the interpreter lock, is made here.
-            loop = asyncio.get_running_loop()
-            opened = await loop.run_in_executor(_file_threads(), _create_task_files, job)
-            writer = TrajectoryWriter(job.trajectory, opened=opened)
+            # The writer replaces an older file: a task rerun after a kill starts afresh. A
+            # lingering writer makes its file later, off the event loop; otherwise the file is
+            # made in a worker thread (a create can wait on the file system, and 64 tasks
+            # share this event loop). The writer, which is Python work a thread could only do
+            # holding the interpreter lock, is made here. The workspace is left to whatever
+            # first puts something in it: most tasks never do.
+            if self.trajectory_linger_s is not None:
+                writer = TrajectoryWriter(job.trajectory, linger_s=self.trajectory_linger_s)
+            else:
+                opened = await asyncio.get_running_loop().run_in_executor(
+                    task_files.file_threads(), task_files.create_trajectory_file, job.trajectory
+                )
+                writer = TrajectoryWriter(job.trajectory, opened=opened)
             ctx = AgentContext(
                 # Per-task views: own usage totals, the sample's seed and cache key, no
                 # crossing sinks.
@@ -264,14 +271,24 @@ class TaskExecutor:
                 return _close_failed(writer, "internal", error, started), error, kind
         finally:
             # Closed without a sync: the runner syncs each trajectory in the background before
-            # the result line that points to it (ResultLog), so no task waits on the disk. The
-            # empty workspace is removed in a worker thread (shielded: also when cancelled).
-            if writer is not None:
-                writer.close(sync=self.sync_trajectories)
-            removed = asyncio.get_running_loop().run_in_executor(
-                _file_threads(), _remove_if_empty, job.workspace
-            )
-            await asyncio.shield(removed)
+            # the result line that points to it (ResultLog), so no task waits on the disk. A
+            # lingering writer's last lines are written, and a workspace left empty is
+            # removed, in a file thread that the task does not wait for (whoever needs the
+            # file waits for task_files.finishing); else the task waits (shielded: also when
+            # cancelled).
+            if writer is not None and writer.linger_s is not None:
+                task_files.finish_later(writer, job.workspace, self.sync_trajectories)
+            else:
+                if writer is not None:
+                    writer.close(sync=self.sync_trajectories)
+                done = asyncio.get_running_loop().run_in_executor(
+                    task_files.file_threads(),
+                    task_files.finish,
+                    None,
+                    job.workspace,
+                    self.sync_trajectories,
+                )
+                await asyncio.shield(done)
         failure = _status_error(trajectory)
         return trajectory, failure, ("agent" if failure is not None else None)
 
@@ -327,29 +344,3 @@ def _status_error(trajectory: Trajectory) -> str | None:
     if status == "incomplete":
         return "agent returned without ending its trajectory"
     return None
-
-
-_FILE_THREADS: dict[int, ThreadPoolExecutor] = {}
-
-
-def _file_threads() -> ThreadPoolExecutor:
-    """This process's threads for task files: their own, so a create never queues behind
-    other work of the default executor (the results log's syncs, name lookups)."""
-    pool = _FILE_THREADS.get(os.getpid())
-    if pool is None:
-        pool = _FILE_THREADS.setdefault(
-            os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="omnilab-files")
-        )
-    return pool
-
-
-def _create_task_files(job: TaskJob) -> IO[str]:
-    job.workspace.mkdir(parents=True, exist_ok=True)
-    job.trajectory.parent.mkdir(parents=True, exist_ok=True)
-    return job.trajectory.open("w", encoding="utf-8")
-
-
-def _remove_if_empty(folder: Path) -> None:
-    # Not empty (the agent left files worth keeping) or already gone: keep it.
-    with contextlib.suppress(OSError):
-        folder.rmdir()

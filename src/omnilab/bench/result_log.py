@@ -10,11 +10,13 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
+from omnilab.bench.task_files import finishing
 
 __all__ = ["ResultLog", "repair_tail"]
 
@@ -66,6 +68,10 @@ class ResultLog:
         self._closing = False
         self._syncer: asyncio.Task[None] | None = None
         self._unsynced: list[Path] = []
+        self._waiting = 0
+        """Lines waiting for their task's files to be finished."""
+        self._settled = asyncio.Event()
+        self._settled.set()
 
     async def __aenter__(self) -> ResultLog:
         try:
@@ -81,10 +87,41 @@ class ResultLog:
         await self.aclose()
 
     def append(self, result: TaskResult, *, sync_first: Path | None = None) -> None:
-        """Write one result line now; the fsync follows in the background, after that of
-        ``sync_first`` (a file the result points to) when given."""
+        """Write one result line now (once the task's files are finished, if a file thread is
+        still finishing them: :func:`~omnilab.bench.task_files.finishing`); the fsync follows
+        in the background, after that of ``sync_first`` (a file the result points to) when
+        given. Call it on the event loop the log was opened on."""
         if self._file is None:
             raise RuntimeError("ResultLog is not open")
+        pending = finishing(sync_first) if sync_first is not None else None
+        if pending is None:
+            self._write(result, sync_first)
+            return
+        # The line waits for the trajectory it points to: a process killed in between leaves
+        # neither, and a resumed run runs the task again.
+        self._waiting += 1
+        self._settled.clear()
+        loop = asyncio.get_running_loop()
+
+        def done(finished: Future[None]) -> None:
+            loop.call_soon_threadsafe(self._write_finished, result, sync_first, finished)
+
+        pending.add_done_callback(done)
+
+    def _write_finished(
+        self, result: TaskResult, sync_first: Path | None, finished: Future[None]
+    ) -> None:
+        self._waiting -= 1
+        if not self._waiting:
+            self._settled.set()
+        error = finished.exception()
+        if error is not None:
+            why = f"trajectory not written: {type(error).__name__}: {error}"
+            result = result.model_copy(update={"error": why, "error_kind": "crash"})
+        if self._file is not None:
+            self._write(result, sync_first)
+
+    def _write(self, result: TaskResult, sync_first: Path | None) -> None:
         if sync_first is not None:
             self._unsynced.append(sync_first)
         self._file.write(result.model_dump_json() + "\n")
@@ -103,6 +140,10 @@ class ResultLog:
         """Fsync what was written and close the file (also while the run is being cancelled)."""
         if self._file is None:
             return
+        # Lines waiting for their trajectories: the file threads finish them in milliseconds,
+        # also while the run is being cancelled (they are not cancellable).
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(self._settled.wait())
         self._closing = True
         self._dirty.set()
         if self._syncer is not None:

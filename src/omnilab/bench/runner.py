@@ -68,6 +68,7 @@ from omnilab.tools.search_choice import check_search
 
 __all__ = [
     "DEAD_ENDPOINT_FAILURES",
+    "TRAJECTORY_LINGER_S",
     "Components",
     "EndpointDownError",
     "ExecutorRecipe",
@@ -80,6 +81,10 @@ __all__ = [
     "new_config",
     "plan_run",
 ]
+
+TRAJECTORY_LINGER_S = 0.25
+"""How long a task's trajectory lines may wait in memory before they reach the OS: a killed
+run loses at most this last stretch of the tasks it had in flight (which a resume reruns)."""
 
 ResultSink = Callable[[TaskResult], None]
 HeaderSink = Callable[[RunHeader], None]
@@ -182,11 +187,13 @@ def build_executor(
     *,
     tasks_at_once: int | None = None,
     sync_trajectories: bool = True,
+    trajectory_linger_s: float | None = None,
 ) -> TaskExecutor:
     """The executor of ``config``: agent, models and scorer built from their names, except
     those ``components`` provides. Bad names fail here, before any task starts.
     ``sync_trajectories`` false leaves syncing each trajectory to the caller (as
-    :func:`execute` does, in the background).
+    :func:`execute` does, in the background); ``trajectory_linger_s`` buffers each
+    trajectory's lines up to that long (see :class:`~omnilab.trajectory.TrajectoryWriter`).
 
     Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
     nothing twice), and their per-endpoint limits are lifted to ``tasks_at_once`` unless the
@@ -220,6 +227,7 @@ def build_executor(
         search=config.search,
         missing_media=config.missing_media,
         sync_trajectories=sync_trajectories,
+        trajectory_linger_s=trajectory_linger_s,
     )
 
 
@@ -234,6 +242,7 @@ class ExecutorRecipe:
     components: Components | None = None
     tasks_at_once: int | None = None
     sync_trajectories: bool = True
+    trajectory_linger_s: float | None = None
 
     def __call__(self) -> TaskExecutor:
         return build_executor(
@@ -241,6 +250,7 @@ class ExecutorRecipe:
             self.components,
             tasks_at_once=self.tasks_at_once,
             sync_trajectories=self.sync_trajectories,
+            trajectory_linger_s=self.trajectory_linger_s,
         )
 
 
@@ -296,8 +306,17 @@ async def execute(
     """
     run = RunDir(plan.run)
     tasks_at_once = concurrency or plan.config.concurrency or get_settings().bench.concurrency
-    # Trajectories are synced by the results log, in the background, not by each task.
-    recipe = ExecutorRecipe(plan.config, components, tasks_at_once, sync_trajectories=False)
+    # Trajectories are synced by the results log, in the background, not by each task, and
+    # their lines are written in batches: a task's file matters once its result is logged (a
+    # killed run reruns the unfinished tasks), and a write per event was the loop's largest
+    # single cost at 64 tasks in flight.
+    recipe = ExecutorRecipe(
+        plan.config,
+        components,
+        tasks_at_once,
+        sync_trajectories=False,
+        trajectory_linger_s=TRAJECTORY_LINGER_S,
+    )
     # Build first: a bad model name or missing judge fails before the folder is touched.
     executor = recipe()
     chosen = backend or get_backend(plan.config.backend)

@@ -84,6 +84,8 @@ class MediaStore:
         target = safe_name(name)
         try:
             if not self._has_copy(target, path.stat().st_size):
+                # The runner leaves a task's workspace to be made by what first uses it.
+                self.workspace.mkdir(parents=True, exist_ok=True)
                 place_file(self.workspace, _FOLDER, target, path)
         except OSError as exc:
             # A link planted where the folder should be, a full workspace: the model still gets

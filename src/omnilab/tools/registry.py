@@ -123,10 +123,9 @@ def _code_executor(env: ToolEnv) -> Tool:
     from omnilab.sandbox import PythonSession
     from omnilab.tools.code import code_executor_tool
 
-    if not env.workspace.is_dir():  # the runner made it already: no failing mkdir per task
-        env.workspace.mkdir(parents=True, exist_ok=True)
-    # The interpreter starts on the first call; closing it at the end of the run kills it and
-    # everything it started.
+    # The interpreter starts on the first call, in the workspace the tool makes then (most
+    # tasks never run code: no folder for them); closing it at the end of the run kills it
+    # and everything it started.
     session = env.stack.enter_context(PythonSession(env.workspace))
     return code_executor_tool(session)
 

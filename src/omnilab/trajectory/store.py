@@ -6,9 +6,12 @@ further line is one :data:`~omnilab.trajectory.events.Event` (model calls encode
 Files of schema 1 and 2 are read. Each line is handed to the operating
 system before :meth:`TrajectoryWriter.emit` returns, so a run whose process is killed leaves every
 event it emitted, at worst followed by one cut-off line, which :func:`read_trajectory` reports and
-skips. The file is synced to disk on close (unless the caller syncs it later itself, as the
-evaluation runner does in the background); ``durable=True`` syncs every line too, which only
-matters if the whole machine may go down mid-run (it costs milliseconds per event on most disks).
+skips. A writer made with ``linger_s`` (the evaluation runner's) instead hands its lines over at
+most ``linger_s`` seconds after they were emitted, and all of them on close: a killed process
+loses at most that last stretch of the runs it had in flight. The file is synced to disk on
+close (unless the caller syncs it later itself, as the evaluation runner does in the
+background); ``durable=True`` syncs every line too, which only matters if the whole machine may
+go down mid-run (it costs milliseconds per event on most disks).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from omnilab._ids import new_id
 from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import Message, ToolCall, Usage
+from omnilab.trajectory import linger
 from omnilab.trajectory.codec import EventDecoder, EventEncoder
 from omnilab.trajectory.contexts import CallContext, call_contexts, conversation, with_reasoning
 from omnilab.trajectory.events import (
@@ -66,7 +70,8 @@ class TrajectoryHeader(BaseModel):
 
 
 class TrajectoryWriter:
-    """Appends events to a JSONL file, each written through to the OS before :meth:`emit` returns.
+    """Appends events to a JSONL file, each written through to the OS before :meth:`emit` returns
+    (or, with ``linger_s``, within that many seconds).
 
     Usable as a :class:`~omnilab.models.Model` sink (``sink=writer``) and as a context manager.
     An existing file at ``path`` is replaced: a trajectory belongs to one run. Media held inline
@@ -80,19 +85,33 @@ class TrajectoryWriter:
         run_id: str | None = None,
         durable: bool = False,
         opened: IO[str] | None = None,
+        linger_s: float | None = None,
     ) -> None:
         """``opened``: ``path`` already opened for writing text (emptied) by the caller, who
-        may have made it elsewhere (the evaluation runner opens it in a worker thread)."""
+        may have made it elsewhere (the evaluation runner opens it in a worker thread).
+        ``linger_s``: buffer lines and hand them to the OS within that many seconds (from a
+        background thread) and on :meth:`flush` and :meth:`close`, instead of one write per
+        event; not with ``durable``."""
+        if linger_s is not None and (durable or not linger_s > 0):
+            raise ValueError("linger_s must be a positive number of seconds, without durable")
         self.path = Path(path)
         self.durable = durable
+        self.linger_s = linger_s
+        self._pending: list[str] = []
+        self._scheduled = False
+        self._error: OSError | None = None  # a failed background write, raised on next use
         self.run_id = run_id or new_id()
         self.header = TrajectoryHeader(
             run_id=self.run_id, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         )
-        if opened is None and not self.path.parent.is_dir():  # mkdir a run's folder once
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = EventEncoder(self.path.with_suffix(".media"))
-        self._file: IO[str] | None = opened or self.path.open("w", encoding="utf-8")
+        # A lingering writer makes its file on its first flush, off the caller's thread.
+        self._file: IO[str] | None = (
+            opened if opened is not None or linger_s is not None else self._open()
+        )
+        self._closed = False
+        if linger_s is not None:
+            linger.lingering(self.path, self)
         # Model sinks may be called from worker threads (tools run in threads): one line at a time.
         self._lock = threading.Lock()
         self._write(self.header.model_dump_json())
@@ -107,30 +126,78 @@ class TrajectoryWriter:
         """:meth:`emit`, so the writer can be passed wherever an event sink is expected."""
         self.emit(event)
 
+    def _open(self) -> IO[str]:
+        if not self.path.parent.is_dir():  # mkdir a run's folder once
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        return self.path.open("w", encoding="utf-8")
+
     def _write(self, line: str) -> None:
         with self._lock:
-            if self._file is None:
+            if self._closed:
                 raise ValueError(f"trajectory writer for {self.path} is closed")
-            # One write per line: a kill can cut the last line short but never interleave two.
-            self._file.write(line + "\n")
+            if self._error is not None:
+                raise self._error
+            linger_s = self.linger_s
+            if linger_s is not None:
+                self._pending.append(line + "\n")
+                if self._scheduled:
+                    return
+                self._scheduled = True
+            else:
+                # One write per line: a kill can cut the last line short but never interleave
+                # two.
+                assert self._file is not None
+                self._file.write(line + "\n")
+                self._file.flush()
+                if self.durable:
+                    os.fsync(self._file.fileno())
+                return
+        linger.schedule(self, linger_s)
+
+    def flush(self) -> None:
+        """Hand every buffered line to the operating system now (only a lingering writer
+        buffers any); a no-op once closed."""
+        with self._lock:
+            self._scheduled = False
+            self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        # Called holding the lock. All buffered lines in one write: a kill can still cut only
+        # the last line short.
+        if not self._pending or self._closed:
+            return
+        data = "".join(self._pending)
+        self._pending.clear()
+        try:
+            if self._file is None:
+                self._file = self._open()
+            self._file.write(data)
             self._file.flush()
-            if self.durable:
-                os.fsync(self._file.fileno())
+        except OSError as e:
+            self._error = e
+            raise
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._file is None
+        return self._closed
 
     def close(self, *, sync: bool = True) -> None:
         """Sync the file to disk (unless ``sync`` is false: the caller syncs it later) and close
         it; what was emitted is with the operating system either way."""
         with self._lock:
-            if self._file is not None:
-                if sync:
+            if self._closed:
+                return
+            try:
+                self._flush_pending()
+                if self._error is not None:
+                    raise self._error
+                if sync and self._file is not None:
                     os.fsync(self._file.fileno())
-                self._file.close()
-                self._file = None
+            finally:
+                self._closed = True
+                if self._file is not None:
+                    self._file.close()
 
     def __enter__(self) -> Self:
         return self
@@ -263,6 +330,7 @@ def read_trajectory(path: Path) -> Trajectory:
     version, or a damaged line before the last.
     """
     p = Path(path)
+    linger.flush_before_reading(p)
     try:
         data = p.read_bytes()
     except OSError as e:
