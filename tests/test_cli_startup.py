@@ -153,3 +153,21 @@ def test_eval_command_module_imports_no_numpy_sandbox_or_unused_bench_layers() -
         "omnilab.bench.reports",
     )
     assert [m for m in unused if m in modules] == []
+
+
+def test_a_module_imported_in_the_background_is_there_when_needed() -> None:
+    code = (
+        "import sys, time\n"
+        "from omnilab._lazy import import_in_background\n"
+        "assert 'colorsys' not in sys.modules\n"
+        "import_in_background('colorsys')\n"
+        "import_in_background('no_such_module_here')  # its failure is left to a real import\n"
+        "deadline = time.monotonic() + 10\n"
+        "while 'colorsys' not in sys.modules and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "import colorsys\n"
+        "print(colorsys.rgb_to_hsv(1, 0, 0))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(0.0, 1.0, 1)" and done.stderr == ""

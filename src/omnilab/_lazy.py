@@ -1,12 +1,16 @@
-"""Names of a package imported on first use (PEP 562), so importing the package stays light."""
+"""Imports put off: names of a package imported on first use (PEP 562), so importing the
+package stays light, and a module imported in the background before it is needed."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["import_in_background", "lazy_getattr"]
 
 
 def lazy_getattr(
@@ -24,3 +28,17 @@ def lazy_getattr(
         return value
 
     return load
+
+
+def import_in_background(name: str) -> None:
+    """Start importing module ``name`` in a daemon thread (nothing if it is loaded), so that a
+    later ``import`` finds it done, or waits for the rest; a failure is left for that import to
+    raise."""
+    if name in sys.modules:
+        return
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+    threading.Thread(target=load, name=f"omnilab-import-{name}", daemon=True).start()

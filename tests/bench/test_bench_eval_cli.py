@@ -192,6 +192,24 @@ def finished_run(tmp_path: Path, media: dict[str, Path]) -> Path:
     return out
 
 
+def test_eval_reads_trajectories_back_only_for_runs_that_reported_searches(
+    tmp_path: Path, media: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The search table needs every trajectory read back: only deepsearch runs (which report
+    # a "searches" figure per task) pay for it; tests/agents/test_deepsearch_eval.py shows it.
+    from omnilab.bench import search_stats
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("trajectories were read back for the search table")
+
+    monkeypatch.setattr(search_stats, "run_search_stats", no_reading)
+    data = write_dataset(tmp_path, media, 2)
+    model = write_script(tmp_path / "agent.json", ["<answer>blue</answer>"] * 2)
+    judge = write_script(tmp_path / "judge.json", ["Correct"] * 2)
+    output = cli(*eval_args(data, model, judge, tmp_path / "run"), "--no-progress")
+    assert "Pass@1 (judged)" in output and "Searches (" not in output
+
+
 def test_eval_writes_the_documented_layout(finished_run: Path) -> None:
     folder = RunDir(finished_run)
     config = json.loads(folder.config_file.read_text())

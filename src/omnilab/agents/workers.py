@@ -56,7 +56,12 @@ class BudgetClock:
 
     async def bound(self, work: Awaitable[T]) -> T:
         """``await work``, cancelled with :class:`TimeoutError` when the limit passes."""
-        return await asyncio.wait_for(work, timeout=self.remaining())
+        left = self.remaining()
+        if left is None:
+            return await work
+        # In this task: wait_for would wrap each model call in a task of its own.
+        async with asyncio.timeout(left):
+            return await work
 
 
 def fit_result(result: ToolResult, caps: Capabilities, max_chars: int | None) -> ToolResult:

@@ -22,18 +22,29 @@ from omnilab.trajectory import TrajectoryWriter
 
 __all__ = ["create_trajectory_file", "file_threads", "finish", "finish_later", "finishing"]
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[tuple[int, str], ThreadPoolExecutor] = {}
 _FINISHING: dict[Path, Future[None]] = {}
 """Finishes not done yet, by trajectory path (entries leave when done)."""
 
+_FINISH_THREADS = 2
+"""Threads finishing tasks' files that nobody waits for: every system call of such a thread
+hands the interpreter lock back and forth with the event loop's thread, so more threads than
+the disk needs slow the loop; no task waits for them."""
+
 
 def file_threads() -> ThreadPoolExecutor:
-    """This process's threads for task files: their own, so a create never queues behind
-    other work of the default executor (the results log's syncs, name lookups)."""
-    pool = _POOLS.get(os.getpid())
+    """This process's threads for task files that a task waits for: their own, so a create
+    never queues behind other work of the default executor (the results log's syncs, name
+    lookups)."""
+    return _pool("omnilab-files", 8)
+
+
+def _pool(name: str, workers: int) -> ThreadPoolExecutor:
+    key = (os.getpid(), name)  # a forked child makes its own
+    pool = _POOLS.get(key)
     if pool is None:
         pool = _POOLS.setdefault(
-            os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="omnilab-files")
+            key, ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         )
     return pool
 
@@ -58,7 +69,7 @@ def finish(writer: TrajectoryWriter | None, workspace: Path, sync: bool) -> None
 
 def finish_later(writer: TrajectoryWriter, workspace: Path, sync: bool) -> Future[None]:
     """:func:`finish` in a file thread, noted under the writer's path until it is done."""
-    future = file_threads().submit(finish, writer, workspace, sync)
+    future = _pool("omnilab-finish", _FINISH_THREADS).submit(finish, writer, workspace, sync)
     path = writer.path
     _FINISHING[path] = future
 

@@ -53,6 +53,7 @@ __all__ = [
 
 FORMAT: Literal["omnilab-trajectory"] = "omnilab-trajectory"
 READABLE_VERSIONS = (1, 2)
+_BUFFER = 1 << 16
 
 
 class TrajectoryError(OmnilabError):
@@ -127,9 +128,13 @@ class TrajectoryWriter:
         self.emit(event)
 
     def _open(self) -> IO[str]:
-        if not self.path.parent.is_dir():  # mkdir a run's folder once
+        # The buffer size given: no terminal check and no block-size lookup, two system calls
+        # fewer per file (a run makes a thousand).
+        try:
+            return self.path.open("w", buffering=_BUFFER, encoding="utf-8")
+        except FileNotFoundError:  # the run's folder, made once
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        return self.path.open("w", encoding="utf-8")
+            return self.path.open("w", buffering=_BUFFER, encoding="utf-8")
 
     def _write(self, line: str) -> None:
         with self._lock:

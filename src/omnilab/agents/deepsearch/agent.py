@@ -239,6 +239,9 @@ class _Loop:
         left = self.left()
         used = {n: self.run_.gate.uses.get(n, 0) for n in self.by_name}
         spent = sorted(n for n, v in left.items() if v == 0 and self.limits[n] > 0)
+        # Also a per-run figure: in the results and their summary, and the sign that this run
+        # has notes worth reading back (omnilab eval reads them only then).
+        self.run_.stats["searches"] = float(sum(used.values()))
         self.run_.note(
             "search budget",
             ", ".join(f"{n} {used[n]}/{self.limits[n]}" for n in self.by_name),
