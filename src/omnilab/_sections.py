@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
 __all__ = [
     "AgentSettings",
@@ -25,7 +25,7 @@ __all__ = [
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    """A settings section (its fields' docstrings are read on demand: omnilab._docstrings)."""
 
 
 class MediaSettings(_Section):

@@ -65,7 +65,6 @@ class Settings(BaseSettings):
         env_prefix="OMNILAB_",
         env_nested_delimiter="__",
         extra="ignore",
-        use_attribute_docstrings=True,
     )
 
     cache_dir: Path = Field(default_factory=_default_cache_dir)

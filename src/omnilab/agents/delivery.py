@@ -32,7 +32,7 @@ __all__ = ["Delivery", "soundtrack_parts", "video_frames_parts", "video_part"]
 class Delivery(BaseModel):
     """Media delivery options of the first message (see the module docstring)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     soundtrack: bool = False
     """Give a video-capable model each video's soundtrack as its own audio part (the

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from omnilab._docstrings import field_doc
 from omnilab.agents.base import Agent, AgentConfigError
 from omnilab.registry import Registry
 
@@ -126,7 +127,7 @@ def _model_options(model: type[BaseModel]) -> list[AgentOption]:
             if field.is_required()
             else _default(field.get_default(call_default_factory=True))
         )
-        about = " ".join((field.description or "").split())
+        about = field_doc(model, name, field.description)
         out.append(AgentOption(name, _type_name(field.annotation), default, about))
     return out
 

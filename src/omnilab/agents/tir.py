@@ -42,7 +42,7 @@ _FORCED: dict[Variant, str] = {"base": "forced_final_base", "omniatlas": "forced
 class TirOptions(BaseModel):
     """Options of the ``tir`` agent (``get_agent("tir", **options)``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     variant: Variant | None = None
     """System prompt: ``base`` or ``omniatlas``; default ``omniatlas`` in modes that offer the

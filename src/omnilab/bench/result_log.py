@@ -5,6 +5,7 @@ line (a killed process) removed before appending again."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import os
@@ -19,6 +20,9 @@ from omnilab.bench.results import TaskResult
 from omnilab.bench.task_files import finishing
 
 __all__ = ["ResultLog", "repair_tail"]
+
+_POLL_S = 0.02
+"""How often lines waiting for their task's files are looked at between appends."""
 
 
 def repair_tail(path: Path) -> bool:
@@ -68,10 +72,9 @@ class ResultLog:
         self._closing = False
         self._syncer: asyncio.Task[None] | None = None
         self._unsynced: list[Path] = []
-        self._waiting = 0
+        self._waiting: list[tuple[Future[None], TaskResult, Path | None]] = []
         """Lines waiting for their task's files to be finished."""
-        self._settled = asyncio.Event()
-        self._settled.set()
+        self._poll: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> ResultLog:
         try:
@@ -87,39 +90,49 @@ class ResultLog:
         await self.aclose()
 
     def append(self, result: TaskResult, *, sync_first: Path | None = None) -> None:
-        """Write one result line now (once the task's files are finished, if a file thread is
-        still finishing them: :func:`~omnilab.bench.task_files.finishing`); the fsync follows
-        in the background, after that of ``sync_first`` (a file the result points to) when
-        given. Call it on the event loop the log was opened on."""
+        """Write one result line now, or, while a file thread is still finishing the task's
+        files (:func:`~omnilab.bench.task_files.finishing`), as soon as it is done; the fsync
+        follows in the background, after that of ``sync_first`` (a file the result points
+        to) when given. Call it on the event loop the log was opened on."""
         if self._file is None:
             raise RuntimeError("ResultLog is not open")
+        self._write_finished()
         pending = finishing(sync_first) if sync_first is not None else None
         if pending is None:
             self._write(result, sync_first)
             return
         # The line waits for the trajectory it points to: a process killed in between leaves
-        # neither, and a resumed run runs the task again.
-        self._waiting += 1
-        self._settled.clear()
-        loop = asyncio.get_running_loop()
+        # neither, and a resumed run runs the task again. Looked at on every append and every
+        # 20 ms, not signalled by the file thread: a wake-up of the event loop per task cost
+        # more than the look.
+        self._waiting.append((pending, result, sync_first))
+        if self._poll is None:
+            self._poll = asyncio.get_running_loop().call_later(_POLL_S, self._on_poll)
 
-        def done(finished: Future[None]) -> None:
-            loop.call_soon_threadsafe(self._write_finished, result, sync_first, finished)
+    def _on_poll(self) -> None:
+        self._poll = None
+        self._write_finished()
+        if self._waiting and self._file is not None:
+            self._poll = asyncio.get_running_loop().call_later(_POLL_S, self._on_poll)
 
-        pending.add_done_callback(done)
-
-    def _write_finished(
-        self, result: TaskResult, sync_first: Path | None, finished: Future[None]
-    ) -> None:
-        self._waiting -= 1
+    def _write_finished(self, *, wait: bool = False) -> None:
+        """Write the waiting lines whose task files are finished (all of them, after waiting
+        for their files, when ``wait``)."""
         if not self._waiting:
-            self._settled.set()
-        error = finished.exception()
-        if error is not None:
-            why = f"trajectory not written: {type(error).__name__}: {error}"
-            result = result.model_copy(update={"error": why, "error_kind": "crash"})
-        if self._file is not None:
+            return
+        if wait:
+            concurrent.futures.wait([pending for pending, _, _ in self._waiting], timeout=60)
+        still: list[tuple[Future[None], TaskResult, Path | None]] = []
+        for pending, result, sync_first in self._waiting:
+            if not pending.done():
+                still.append((pending, result, sync_first))
+                continue
+            error = pending.exception()
+            if error is not None:
+                why = f"trajectory not written: {type(error).__name__}: {error}"
+                result = result.model_copy(update={"error": why, "error_kind": "crash"})
             self._write(result, sync_first)
+        self._waiting = still
 
     def _write(self, result: TaskResult, sync_first: Path | None) -> None:
         if sync_first is not None:
@@ -142,8 +155,10 @@ class ResultLog:
             return
         # Lines waiting for their trajectories: the file threads finish them in milliseconds,
         # also while the run is being cancelled (they are not cancellable).
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(self._settled.wait())
+        self._write_finished(wait=True)
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
         self._closing = True
         self._dirty.set()
         if self._syncer is not None:

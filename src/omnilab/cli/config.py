@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from omnilab._docstrings import field_doc
 from omnilab.config import Settings, config_file, get_settings
 
 __all__ = ["SettingRow", "config", "reference_markdown", "setting_rows"]
@@ -73,7 +74,7 @@ def setting_rows(settings: Settings | None = None) -> Iterator[SettingRow]:
                 env="OMNILAB_" + "__".join([*path, name]).upper(),
                 default=_default(field),
                 value=_masked(value),
-                description=" ".join((field.description or "").split()),
+                description=field_doc(model, name, field.description),
             )
 
     yield from walk(type(current), current, [])

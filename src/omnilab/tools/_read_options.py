@@ -15,7 +15,7 @@ class ReadOptions(BaseModel):
     ``read_tools`` option of the ``tir`` agent). Defaults are omnilab's own; the OmniGAIA
     presets set the authors' behaviour."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     clamp_end: bool = False
     """A ``t_end`` past the file's end reads to the end (the reference does), instead of an

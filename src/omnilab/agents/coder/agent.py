@@ -52,7 +52,7 @@ TOOL_NAMES = ("execute_commands", "image_read", "task_complete")
 class CoderOptions(BaseModel):
     """Options of the ``coder`` agent (``get_agent("coder", **options)``, ``-O key=value``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     network: bool = False
     """Let shell commands reach the network (web-enabled settings); off by default."""

@@ -47,7 +47,7 @@ _SHARED = "search tools"
 class DeepSearchOptions(BaseModel):
     """Options of the ``deepsearch`` agent (``get_agent("deepsearch", **options)``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     budget: tuple[int, int] = (10, 3)
     """Search budget (text and image searches each, video searches), Table 3: (5,1), (10,3),

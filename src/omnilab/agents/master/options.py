@@ -12,7 +12,7 @@ __all__ = ["MasterOptions"]
 class MasterOptions(BaseModel):
     """Options of the ``master`` agent."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_rounds: int = Field(default=3, ge=1, le=20)
     """Most master loops L (reasoning, execution, decision); the paper's default is 3. A

@@ -33,7 +33,7 @@ X264Preset = Literal[
 class OtaOptions(BaseModel):
     """Options of the ``ota`` agent (``get_agent("ota", **options)``, ``-O key=value``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_steps: int = Field(default=32, ge=1, le=256)
     """Most turns K of a run (Sec. 4: K in [5, 32]); the run's max_turns budget caps it too."""
