@@ -89,7 +89,15 @@ def test_concurrency_64_keeps_64_requests_in_flight_with_default_settings(
     data = write_tasks(tmp_path, 192)
     with CountingServer(latency_s=0.3, default=reply_text("<answer>blue</answer>")) as server:
         output = ok(*eval_args(data, server.base_url, tmp_path / "run", "--concurrency", "64"))
-    assert len(server.chat_requests) == 192
+    asked = [
+        str(server.body(i)["messages"][-1]["content"]) for i in range(len(server.chat_requests))
+    ]
+    unasked = [
+        (r.task_id, r.error, r.model_calls, r.usage.cached_tokens)
+        for r in RunDir(tmp_path / "run").results()
+        if not any(f"question {r.task_id[1:]}?" in text for text in asked)
+    ]
+    assert len(server.chat_requests) == 192, (unasked, output[-800:])
     assert server.peak >= 60, server.peak  # not the default per-endpoint limit of 16
     assert "up to 64 model calls per endpoint (lifted to the task concurrency)" in output
 
