@@ -84,7 +84,9 @@ class AgentContext:
     :class:`~omnilab.tools.Tool` objects; ``None`` lets the agent choose its default set."""
     budgets: Budgets
     workspace: Path
-    """The task's private folder: sandboxed code runs and writes here."""
+    """The task's private folder: sandboxed code runs and writes here. It may not exist yet:
+    what writes there first makes it (``mkdir(parents=True, exist_ok=True)``, as the code tool
+    and the views do); the evaluation runner makes none, and removes it if left empty."""
     trajectory: TrajectoryWriter
     """Where every event goes; the caller opens and closes it."""
     on_event: EventHook | None = None
