@@ -55,11 +55,13 @@ def _reference_key(
     "config",
     [GenerateConfig(), GenerateConfig(temperature=0.7, seed=3, max_tokens=50, logprobs=True)],
 )
+@pytest.mark.parametrize("question", ["Wie heißt das?", "Wie heißt das? " * 700])
 def test_the_key_is_the_same_as_dumping_the_whole_request(
-    sample: int | None, tools: list[ToolSpec], config: GenerateConfig
+    sample: int | None, tools: list[ToolSpec], config: GenerateConfig, question: str
 ) -> None:
-    # Caches written before the key was built part by part must keep answering.
-    messages = [Message.system("Be brief. ☃"), Message.user("Wie heißt das?")]
+    # Caches written before the key was built part by part (and hashed in pieces, the long
+    # question spanning many) must keep answering.
+    messages = [Message.system("Be brief. ☃"), Message.user(question)]
     for _ in range(2):  # the second time the tool list's text comes from the memo
         got = request_key("openai:m", messages, tools, config, sample=sample)
         assert got == _reference_key("openai:m", messages, tools, config, sample)

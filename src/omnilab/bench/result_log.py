@@ -1,6 +1,7 @@
-"""A results log that survives a crash: each line written and flushed at once, fsynced in the
-background (after the files it points to, such as the task's trajectory), and a cut-off last
-line (a killed process) removed before appending again."""
+"""A results log that survives a crash: each line written and flushed once the task's files are
+(at once, or within 20 ms of a file thread finishing them), fsynced in the background (after
+the files it points to, such as the task's trajectory), and a cut-off last line (a killed
+process) removed before appending again."""
 
 from __future__ import annotations
 
@@ -55,12 +56,13 @@ def repair_tail(path: Path) -> bool:
 class ResultLog:
     """Appends results to ``results.jsonl``, one line per task.
 
-    Each line is written and flushed at once, so a killed process loses nothing that was
-    appended; ``fsync`` runs in a worker thread after every append (appends made while one runs
-    share the next), so a slow disk never stalls the event loop. The files an append names in
-    ``sync_first`` (the task's trajectory, closed unsynced) are synced in that thread before the
-    log, so neither the tasks nor the event loop wait on the disk for them. Open with
-    ``async with``.
+    Each line is written and flushed once its task's files are finished (at once, or within
+    20 ms of a file thread finishing them), so a killed process loses nothing that was written
+    and never a trajectory a written line points to; ``fsync`` runs in a worker thread after
+    every append (appends made while one runs share the next), so a slow disk never stalls the
+    event loop. The files an append names in ``sync_first`` (the task's trajectory, closed
+    unsynced) are synced in that thread before the log, so neither the tasks nor the event loop
+    wait on the disk for them. Open with ``async with``.
     """
 
     def __init__(self, path: Path) -> None:
@@ -91,20 +93,21 @@ class ResultLog:
 
     def append(self, result: TaskResult, *, sync_first: Path | None = None) -> None:
         """Write one result line now, or, while a file thread is still finishing the task's
-        files (:func:`~omnilab.bench.task_files.finishing`), as soon as it is done; the fsync
+        files (:func:`~omnilab.bench.task_files.finishing`), within ``_POLL_S`` of it being
+        done, with the other lines ready then; the fsync
         follows in the background, after that of ``sync_first`` (a file the result points
         to) when given. Call it on the event loop the log was opened on."""
         if self._file is None:
             raise RuntimeError("ResultLog is not open")
-        self._write_finished()
         pending = finishing(sync_first) if sync_first is not None else None
         if pending is None:
-            self._write(result, sync_first)
+            self._write([(result, sync_first)])
             return
         # The line waits for the trajectory it points to: a process killed in between leaves
-        # neither, and a resumed run runs the task again. Looked at on every append and every
-        # 20 ms, not signalled by the file thread: a wake-up of the event loop per task cost
-        # more than the look.
+        # neither, and a resumed run runs the task again. Looked at every 20 ms, not signalled
+        # by the file thread (a wake-up of the event loop per task), and the lines found
+        # ready are written together: at 64 tasks in flight each system call on the loop is
+        # a chance for a file thread to take the interpreter lock.
         self._waiting.append((pending, result, sync_first))
         if self._poll is None:
             self._poll = asyncio.get_running_loop().call_later(_POLL_S, self._on_poll)
@@ -123,6 +126,7 @@ class ResultLog:
         if wait:
             concurrent.futures.wait([pending for pending, _, _ in self._waiting], timeout=60)
         still: list[tuple[Future[None], TaskResult, Path | None]] = []
+        ready: list[tuple[TaskResult, Path | None]] = []
         for pending, result, sync_first in self._waiting:
             if not pending.done():
                 still.append((pending, result, sync_first))
@@ -131,13 +135,15 @@ class ResultLog:
             if error is not None:
                 why = f"trajectory not written: {type(error).__name__}: {error}"
                 result = result.model_copy(update={"error": why, "error_kind": "crash"})
-            self._write(result, sync_first)
+            ready.append((result, sync_first))
         self._waiting = still
+        if ready:
+            self._write(ready)
 
-    def _write(self, result: TaskResult, sync_first: Path | None) -> None:
-        if sync_first is not None:
-            self._unsynced.append(sync_first)
-        self._file.write(result.model_dump_json() + "\n")
+    def _write(self, lines: list[tuple[TaskResult, Path | None]]) -> None:
+        """Append these results in one write (a kill cuts at most the last line short)."""
+        self._unsynced += [path for _, path in lines if path is not None]
+        self._file.write("".join(result.model_dump_json() + "\n" for result, _ in lines))
         self._file.flush()
         self._dirty.set()
 
