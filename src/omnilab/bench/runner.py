@@ -348,8 +348,9 @@ async def execute(
                     on_result(result)
 
             # The summary's intervals need numpy (0.15-0.2 s to import): loaded while the
-            # first tasks wait on the model rather than after the last one.
-            import_in_background("numpy")
+            # first tasks wait on the model rather than after the last one. With numpy.ma,
+            # which np.quantile imports on first use (np.unique checks for masked arrays).
+            import_in_background("numpy.ma")
             stream = chosen.run(_jobs(plan, run), factory, concurrency=tasks_at_once)
             async with contextlib.aclosing(stream) as results:
                 async for result in results:
