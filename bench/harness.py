@@ -24,7 +24,10 @@ Usage::
    prompt fresh (an empty reply cache). The ideal is ``tasks x latency / concurrency``; the
    target is within 1.5x of it, start-up included (with omnilab's bytecode compiled first, as
    an installed package has it). The peak of requests in flight at the server is printed too
-   (the per-endpoint limit must not cap it).
+   (the per-endpoint limit must not cap it), and the same requests from a bare aiohttp client
+   (``bench/http_floor.py``, a fresh process) right after: what any Python client reaches on
+   this machine at that moment, so that omnilab's own cost can be read apart from the
+   machine's speed of the moment.
 
 The run folder goes under ``--out`` (default: a temporary folder on the system temp disk); its
 file system decides what the fsync of every result and trajectory event costs, so the figures
@@ -244,7 +247,8 @@ def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> d
             if not k.startswith("OMNILAB_") and k != "PYTHONDONTWRITEBYTECODE"
         }
         env["OMNILAB_CACHE_DIR"] = str(folder / "cache")  # fresh prompts, empty cache
-        with Counting() as server:
+        server = Counting()
+        with server:
             cmd = [sys.executable, "-m", "omnilab", "eval", "jsonl", "--data", str(data)]
             cmd += ["--model", f"vllm:bench@{server.base_url}", "--scorer", "answer_set"]
             cmd += ["--concurrency", str(concurrency), "--out", str(folder / "run")]
@@ -254,11 +258,12 @@ def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> d
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
             wall = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode != 0:
+                raise SystemExit(f"omnilab eval failed: {proc.stderr.strip()[-500:]}")
+            arrivals = sorted(server.arrivals)
+            floor = _floor(server.base_url, tasks, concurrency)
         # CPU seconds of the eval process: unlike wall time, barely moved by other load.
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            raise SystemExit(f"omnilab eval failed: {proc.stderr.strip()[-500:]}")
-        arrivals = sorted(server.arrivals)
         # Requests in flight: each lasts `latency` at the server, so those that arrived within
         # one latency of each other overlapped.
         peak, lo = 0, 0
@@ -270,11 +275,26 @@ def run_e2e(out: Path | None, tasks: int, concurrency: int, latency: float) -> d
         return {
             "wall_s": wall,
             "cpu_s": cpu,
+            "floor_s": floor,
             "ideal_s": tasks * latency / concurrency,
             "requests": len(arrivals),
             "peak_in_flight": peak,
             "results": results,
         }
+
+
+def _floor(base_url: str, tasks: int, concurrency: int) -> float:
+    """Wall seconds of ``bench/http_floor.py`` (a bare aiohttp client, fresh process) sending
+    the same number of requests to the same server."""
+    script = Path(__file__).with_name("http_floor.py")
+    cmd = [sys.executable, str(script), base_url, "--tasks", str(tasks)]
+    cmd += ["--concurrency", str(concurrency)]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0 or json.loads(proc.stdout)["answered"] != tasks:
+        raise SystemExit(f"the bare client failed: {(proc.stderr or proc.stdout)[-500:]}")
+    return wall
 
 
 def _compile_package() -> None:
@@ -334,6 +354,12 @@ def main() -> None:
             f"{ratio:.2f} (<= 1.5: {verdict}); eval process CPU {r['cpu_s']:.2f} s; peak "
             f"{r['peak_in_flight']} requests in flight; "
             f"{r['requests']} requests, {r['results']} results; load after {_load()}"
+        )
+        print(
+            f"  floor: a bare aiohttp client (bench/http_floor.py, fresh process) sent the same "
+            f"requests to the same server just after in {r['floor_s']:.2f} s "
+            f"({r['floor_s'] / r['ideal_s']:.2f}x ideal); omnilab's own cost "
+            f"{r['wall_s'] - r['floor_s']:+.2f} s"
         )
 
 
