@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -153,3 +155,52 @@ def test_flush_pending_writes_before_a_worker_is_killed(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
     assert proc.returncode == -9
     assert len(_rows(path)) == 5
+
+
+def _look_until(reader: ResponseCache, done: threading.Event, failures: list[Exception]) -> None:
+    while not done.is_set():
+        try:
+            reader.get("absent")
+        except Exception as e:  # any failure is the finding
+            failures.append(e)
+            return
+
+
+def test_a_lookup_while_the_file_is_being_made_neither_fails_nor_costs_the_stores(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A new run's first commit makes the file while tasks look up replies: a reader that opened
+    # the file half made got "database is locked", and so did the commit (its replies dropped).
+    for trial in range(100):
+        path = tmp_path / str(trial) / "responses.sqlite3"
+        writer, reader = ResponseCache(path), ResponseCache(path)
+        for i in range(30):
+            writer.put(f"k{i}", "m", ModelOutput.from_text(str(i)))
+        failures: list[Exception] = []
+        done = threading.Event()
+        looking = threading.Thread(target=_look_until, args=(reader, done, failures))
+        looking.start()
+        writer.flush()
+        done.set()
+        looking.join()
+        assert failures == [] and len(_rows(path)) == 30
+        # Nothing left of the file made under another name.
+        assert {p.name for p in path.parent.iterdir()} <= {
+            "responses.sqlite3",
+            "responses.sqlite3-wal",
+            "responses.sqlite3-shm",
+        }
+        reader.close()
+        writer.close()
+    assert "not stored" not in caplog.text
+
+
+def test_a_damaged_cache_file_means_asking_the_model_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "responses.sqlite3"
+    path.write_bytes(b"this is not a database\n" * 100)
+    cache = ResponseCache(path)
+    with caplog.at_level(logging.WARNING, logger="omnilab.models.cache"):
+        assert [cache.get(f"k{i}") for i in range(3)] == [None, None, None]
+    assert caplog.text.count("cannot be read") == 1 and "asking the model" in caplog.text

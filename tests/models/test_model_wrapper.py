@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,6 +178,39 @@ def test_cache_keeps_one_connection_and_follows_a_replaced_file(tmp_path: Path) 
     assert len(copy) == 0
     cache.close()
     copy.close()
+
+
+def test_a_miss_asks_the_open_connection_and_only_a_hit_looks_at_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    path = tmp_path / "cache" / "responses.sqlite3"
+    cache = ResponseCache(path)
+    cache.put("k", "m", ModelOutput.from_text("one"))
+    cache.flush()
+    looks: list[bool] = []
+    real = ResponseCache._connection
+
+    def counted(self: ResponseCache, *, create: bool) -> Any:
+        looks.append(create)
+        return real(self, create=create)
+
+    monkeypatch.setattr(ResponseCache, "_connection", counted)
+    # A new run's calls all miss: no system call on the file for them.
+    assert all(cache.get(f"new {i}") is None for i in range(5)) and looks == []
+    assert getattr(cache.get("k"), "text", None) == "one" and len(looks) == 1
+    # The folder removed and the file made again by another writer: the open connection still
+    # reads the removed file, whose row is not served; the file as it is now answers.
+    shutil.rmtree(path.parent)
+    other = ResponseCache(path)
+    other.put("k", "m", ModelOutput.from_text("two"))
+    other.flush()
+    assert getattr(cache.get("k"), "text", None) == "two"
+    shutil.rmtree(path.parent)
+    assert cache.get("k") is None  # found in the removed file, gone from disk: not served
+    cache.close()
+    other.close()
 
 
 def test_cache_key_follows_media_content_not_path(tmp_path: Path) -> None:

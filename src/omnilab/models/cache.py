@@ -19,11 +19,13 @@ the last fraction of a second of replies, which only means asking for them again
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -140,6 +142,8 @@ _WAKE = threading.Event()
 _WRITER: dict[str, int | None] = {"pid": None}
 _LINGER_S = 0.05
 """How long the writer waits after a store for more to commit with it."""
+_UNREADABLE: set[str] = set()
+"""Cache files whose failed lookup was already reported."""
 
 
 def _writer_loop() -> None:
@@ -161,6 +165,39 @@ def flush_pending() -> None:
         if writer is None:
             writer = _WRITERS.setdefault(name, ResponseCache(Path(name)))
         writer.flush()
+
+
+def _make_file(path: Path) -> None:
+    """Make the cache file whole (WAL mode, the table) under another name, then link it into
+    place unless a file is there by then (another writer's, which is kept).
+
+    A reader never opens a file still being set up: one that did while a writer switched the
+    new file to WAL got "database is locked", from its lookup and from the writer's commit.
+    Where the file system has no hard links, the file is made in place as before.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, made = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(made)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file's header
+            with conn:
+                conn.execute(_SCHEMA)
+        finally:
+            conn.close()  # the last connection: its WAL is checkpointed and removed
+        with contextlib.suppress(FileExistsError):
+            os.link(made, path)
+    except OSError as e:
+        log.debug("reply cache %s: not made by a link (%s); made in place", path, e)
+    finally:
+        for leftover in ("", "-wal", "-shm"):
+            Path(made + leftover).unlink(missing_ok=True)
+
+
+def _lookup(conn: sqlite3.Connection, key: str) -> str | None:
+    found = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
+    return str(found[0]) if found is not None else None
 
 
 def _ensure_writer() -> None:
@@ -218,6 +255,7 @@ class ResponseCache:
         except FileNotFoundError:
             if not create:
                 return None
+            _make_file(self.path)
             st = None
         held = getattr(self._local, "held", None)
         if held is not None and st is not None:
@@ -244,13 +282,30 @@ class ResponseCache:
             row = _PENDING.get(self._name, {}).get(key)
         if row is not None:
             return ModelOutput.model_validate_json(row[2])
-        conn = self._connection(create=False)
-        if conn is None:
+        # Asked of the connection already open, unchecked: most lookups miss (every call of a
+        # new run), and a miss needs no look at the file. A row found is served only from the
+        # file as it is now, so a cache whose folder was removed never answers; a file made
+        # again since is read after the next hit or a store by this thread (a miss meanwhile
+        # only means asking again).
+        held = getattr(self._local, "held", None)
+        opened = held[2] if held is not None and held[0] == os.getpid() else None
+        try:
+            conn = opened or self._connection(create=False)
+            if conn is None:
+                return None
+            found = _lookup(conn, key)
+            if found is not None and conn is opened:
+                current = self._connection(create=False)
+                if current is not conn:
+                    found = _lookup(current, key) if current is not None else None
+        except (OSError, sqlite3.Error) as e:
+            # An unreadable cache (a damaged file, a full or read-only disk) only means asking
+            # the model: said once per file, never raised into the model call.
+            if self._name not in _UNREADABLE:
+                _UNREADABLE.add(self._name)
+                log.warning("reply cache %s cannot be read (%s); asking the model", self.path, e)
             return None
-        found = conn.execute("SELECT output FROM responses WHERE key = ?", (key,)).fetchone()
-        if found is None:
-            return None
-        return ModelOutput.model_validate_json(found[0])
+        return ModelOutput.model_validate_json(found) if found is not None else None
 
     def put(self, key: str, model: str, output: ModelOutput) -> None:
         """Store ``output`` under ``key`` (replacing any earlier one); written behind."""
