@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from omnilab._memo import IdentityMemo
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
 from omnilab.models.capabilities import Capabilities
@@ -107,14 +108,26 @@ def _pick(tools: Sequence[Tool], name: str) -> Tool:
     return next(t for t in tools if t.name == name)
 
 
+# The web pair of each search provider, made once per process for the settings in force and
+# shared by every run: it holds nothing of a run (results and pages are cached on disk, the
+# corpus index opens once), and making it anew for each task was an eighth of the event loop's
+# work for a one-call task. Kept by the identity of the settings and of the provider's factory:
+# new settings or a provider registered again make a new pair.
+_WEB_PAIRS: dict[str, IdentityMemo[list[Tool]]] = {}
+
+
 def _web(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
+        from omnilab.config import get_settings
         from omnilab.tools.search_choice import chosen_search
         from omnilab.tools.web import web_tools
+        from omnilab.tools.web.providers import PROVIDERS
 
-        # One pair per run, sharing one index, so corpus:// ids found by search open in the browser.
+        # One pair, sharing one index, so corpus:// ids found by search open in the browser.
         provider = chosen_search()  # the run's --search, else web.search_provider
-        return _pick(env.shared("web", lambda: web_tools(provider)), name)
+        made_by = (get_settings(), PROVIDERS.get(provider))
+        pairs = _WEB_PAIRS.setdefault(provider, IdentityMemo(8))
+        return _pick(pairs.get(made_by, lambda: web_tools(provider)), name)
 
     return build
 
