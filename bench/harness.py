@@ -25,9 +25,8 @@ Usage::
    target is within 1.5x of it, start-up included (with omnilab's bytecode compiled first, as
    an installed package has it). The peak of requests in flight at the server is printed too
    (the per-endpoint limit must not cap it), and the same requests from a bare aiohttp client
-   (``bench/http_floor.py``, a fresh process) right after: what any Python client reaches on
-   this machine at that moment, so that omnilab's own cost can be read apart from the
-   machine's speed of the moment.
+   (``bench/http_floor.py``, a fresh process) right after: how close to the ideal any Python
+   client gets here, and, by difference, what omnilab itself costs.
 
 The run folder goes under ``--out`` (default: a temporary folder on the system temp disk); its
 file system decides what the fsync of every result and trajectory event costs, so the figures

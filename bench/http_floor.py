@@ -8,9 +8,10 @@ Sends ``--tasks`` chat requests, one fresh question each, ``--concurrency`` at a
 OpenAI-compatible server at ``BASE_URL`` with one aiohttp session, and decodes each reply; no
 agent, no trajectory, no cache, no results file. The harness runs it as a fresh process right
 after ``omnilab eval`` against the same server: its wall time (Python start-up and importing
-aiohttp included) is what any Python client reaches on this machine at that moment, and the
-difference is what omnilab itself costs. On a shared machine the speed of one CPU moves by a
-third from minute to minute, so that difference says more than either time alone.
+aiohttp included) is how close to the ideal any Python client gets on this machine, and the
+difference is what omnilab itself costs. The floor is bound by the server's latency, not by
+the CPU: on a shared machine whose CPU speed moves by a third from minute to minute, the
+difference moves with it (compare runs made at the same moment).
 """
 
 from __future__ import annotations
