@@ -120,16 +120,23 @@ def _web(name: str) -> ToolFactory:
     def build(env: ToolEnv) -> Tool:
         from omnilab.config import get_settings
         from omnilab.tools.search_choice import chosen_search
-        from omnilab.tools.web import web_tools
         from omnilab.tools.web.providers import PROVIDERS
 
         # One pair, sharing one index, so corpus:// ids found by search open in the browser.
         provider = chosen_search()  # the run's --search, else web.search_provider
         made_by = (get_settings(), PROVIDERS.get(provider))
-        pairs = _WEB_PAIRS.setdefault(provider, IdentityMemo(8))
-        return _pick(pairs.get(made_by, lambda: web_tools(provider)), name)
+        pairs = _WEB_PAIRS.get(provider)
+        if pairs is None:
+            pairs = _WEB_PAIRS.setdefault(provider, IdentityMemo(8))
+        return _pick(pairs.get(made_by, lambda: _web_pair(provider)), name)
 
     return build
+
+
+def _web_pair(provider: str) -> list[Tool]:
+    from omnilab.tools.web import web_tools
+
+    return web_tools(provider)
 
 
 def _code_executor(env: ToolEnv) -> Tool:
