@@ -105,12 +105,13 @@ def test_a_store_is_served_at_once_and_written_behind(tmp_path: Path) -> None:
 def test_flush_writes_many_stores_in_one_go_and_a_later_store_wins(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite3"
     cache = ResponseCache(path)
-    for i in range(50):
+    for i in range(450):  # more than one INSERT's worth of rows
         cache.put(f"k{i}", "m", ModelOutput.from_text(str(i)))
     cache.put("k0", "m", ModelOutput.from_text("replaced"))
     cache.flush()
     rows = _rows(path)
-    assert len(rows) == 50 and len(cache) == 50
+    assert len(rows) == 450 and len(cache) == 450
+    assert json.loads(rows["k449"])["message"]["content"][0]["text"] == "449"
     assert json.loads(rows["k0"])["message"]["content"][0]["text"] == "replaced"
 
 
