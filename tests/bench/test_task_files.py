@@ -50,6 +50,35 @@ def test_a_result_line_is_written_only_once_its_trajectory_is_complete(tmp_path:
     assert task_files.finishing(trajectory) is None
 
 
+def test_lines_keep_the_order_of_the_appends(tmp_path: Path) -> None:
+    # The second task's files are finished first; its line still comes after the first's.
+    gate = threading.Event()
+    trajectories = [tmp_path / "trajectories" / f"t{i}.jsonl" for i in (1, 2)]
+    writers = [TrajectoryWriter(path, linger_s=60) for path in trajectories]
+    close = writers[0].close
+
+    def slow_close(*, sync: bool = True) -> None:
+        gate.wait(10)
+        close(sync=sync)
+
+    writers[0].close = slow_close  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with ResultLog(tmp_path / "results.jsonl") as log:
+            for i, (writer, path) in enumerate(zip(writers, trajectories, strict=True), 1):
+                task_files.finish_later(writer, tmp_path / "workspace", False)
+                if i == 2:
+                    while task_files.finishing(path) is not None:
+                        await asyncio.sleep(0.01)
+                log.append(TaskResult(task_id=f"t{i}"), sync_first=path)
+            await asyncio.sleep(0.1)
+            assert RunDir(tmp_path).results() == []  # t2 is ready, but waits behind t1
+            gate.set()
+
+    asyncio.run(main())
+    assert [r.task_id for r in RunDir(tmp_path).results()] == ["t1", "t2"]
+
+
 def test_a_trajectory_that_cannot_be_written_marks_its_result(tmp_path: Path) -> None:
     blocker = tmp_path / "trajectories"
     blocker.write_text("a file where the folder should be")

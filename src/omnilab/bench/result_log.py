@@ -74,7 +74,7 @@ class ResultLog:
         self._closing = False
         self._syncer: asyncio.Task[None] | None = None
         self._unsynced: list[Path] = []
-        self._waiting: list[tuple[Future[None], TaskResult, Path | None]] = []
+        self._waiting: list[tuple[Future[None] | None, TaskResult, Path | None]] = []
         """Lines waiting for their task's files to be finished."""
         self._poll: asyncio.TimerHandle | None = None
 
@@ -93,14 +93,15 @@ class ResultLog:
 
     def append(self, result: TaskResult, *, sync_first: Path | None = None) -> None:
         """Write one result line now, or, while a file thread is still finishing the task's
-        files (:func:`~omnilab.bench.task_files.finishing`), within ``_POLL_S`` of it being
-        done, with the other lines ready then; the fsync
-        follows in the background, after that of ``sync_first`` (a file the result points
-        to) when given. Call it on the event loop the log was opened on."""
+        files (:func:`~omnilab.bench.task_files.finishing`) or earlier lines wait, within
+        ``_POLL_S`` of that being done, with the other lines ready then. Lines keep the order
+        of the appends. The fsync follows in the background, after that of ``sync_first`` (a
+        file the result points to) when given. Call it on the event loop the log was opened
+        on."""
         if self._file is None:
             raise RuntimeError("ResultLog is not open")
         pending = finishing(sync_first) if sync_first is not None else None
-        if pending is None:
+        if pending is None and not self._waiting:
             self._write([(result, sync_first)])
             return
         # The line waits for the trajectory it points to: a process killed in between leaves
@@ -119,24 +120,23 @@ class ResultLog:
             self._poll = asyncio.get_running_loop().call_later(_POLL_S, self._on_poll)
 
     def _write_finished(self, *, wait: bool = False) -> None:
-        """Write the waiting lines whose task files are finished (all of them, after waiting
-        for their files, when ``wait``)."""
+        """Write the waiting lines up to the first whose task files are not finished yet (all
+        of them, after waiting for their files, when ``wait``), in the order appended."""
         if not self._waiting:
             return
         if wait:
-            concurrent.futures.wait([pending for pending, _, _ in self._waiting], timeout=60)
-        still: list[tuple[Future[None], TaskResult, Path | None]] = []
+            pendings = [pending for pending, _, _ in self._waiting if pending is not None]
+            concurrent.futures.wait(pendings, timeout=60)
         ready: list[tuple[TaskResult, Path | None]] = []
         for pending, result, sync_first in self._waiting:
-            if not pending.done():
-                still.append((pending, result, sync_first))
-                continue
-            error = pending.exception()
+            if pending is not None and not pending.done():
+                break
+            error = pending.exception() if pending is not None else None
             if error is not None:
                 why = f"trajectory not written: {type(error).__name__}: {error}"
                 result = result.model_copy(update={"error": why, "error_kind": "crash"})
             ready.append((result, sync_first))
-        self._waiting = still
+        del self._waiting[: len(ready)]
         if ready:
             self._write(ready)
 
