@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -138,10 +139,18 @@ class AgentRun:
     def _bind(self, model: Model, role: str) -> Model:
         # A view per run and role (Model.bound): models are shared by concurrent runs, and each
         # run's calls must go to its own trajectory. A sink the caller set still gets every event.
+        # The view holds the run weakly: held strongly, the run, its views and everything they
+        # reach (events, messages, the trajectory writer) formed a cycle that only the garbage
+        # collector could free, about 85 objects per task walked by every young collection.
+        # A call that ends after the run is gone is not recorded.
+        run = weakref.ref(self)
+
         def sink(event: ModelCallEvent) -> None:
-            labelled = self._label(event, role)
-            self.usage = self.usage + labelled.usage
-            self.emit(labelled)
+            me = run()
+            if me is not None:
+                labelled = me._label(event, role)
+                me.usage = me.usage + labelled.usage
+                me.emit(labelled)
 
         return model.bound(role=role, sink=sink)
 
