@@ -305,7 +305,12 @@ class ResponseCache:
             # the model: said once per file, never raised into the model call.
             if self._name not in _UNREADABLE:
                 _UNREADABLE.add(self._name)
-                log.warning("reply cache %s cannot be read (%s); asking the model", self.path, e)
+                log.warning(
+                    "reply cache %s cannot be read (%s); asking the model (delete the file to "
+                    "start a new cache)",
+                    self.path,
+                    e,
+                )
             return None
         return ModelOutput.model_validate_json(found) if found is not None else None
 
