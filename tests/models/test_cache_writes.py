@@ -61,8 +61,8 @@ def _reference_key(
 def test_the_key_is_the_same_as_dumping_the_whole_request(
     sample: int | None, tools: list[ToolSpec], config: GenerateConfig, question: str
 ) -> None:
-    # Caches written before the key was built part by part (and hashed in pieces, the long
-    # question spanning many) must keep answering.
+    # Caches written before the key was built part by part must keep answering, for short
+    # and long prompts alike.
     messages = [Message.system("Be brief. ☃"), Message.user(question)]
     for _ in range(2):  # the second time the tool list's text comes from the memo
         got = request_key("openai:m", messages, tools, config, sample=sample)

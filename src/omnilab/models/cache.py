@@ -102,21 +102,7 @@ def request_key(
         f'"messages":{_dump([_canonical_message(m) for m in messages])},'
         f'"model":{_dump(model)}{sampled},"tools":{_tools_text(tools)},"v":{_KEY_VERSION}}}'
     )
-    return _sha256(text.encode())
-
-
-def _sha256(data: bytes) -> str:
-    # Fed in pieces under 2 KiB: hashlib releases the interpreter lock for a longer input, and
-    # on the event loop at 64 tasks in flight, getting it back from the file threads cost
-    # more than hashing the key (tool schemas make it ~10 KB). The digest is the same.
-    digest = hashlib.sha256()
-    for start in range(0, len(data), _UNDER_GIL_RELEASE):
-        digest.update(data[start : start + _UNDER_GIL_RELEASE])
-    return digest.hexdigest()
-
-
-_UNDER_GIL_RELEASE = 2047
-"""hashlib hashes inputs of up to this many bytes without releasing the interpreter lock."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _dump(value: object) -> str:
@@ -259,15 +245,10 @@ class ResponseCache:
                 return None
             _make_file(self.path)
             st = None
-        held = getattr(self._local, "held", None)
-        if held is not None and st is not None:
-            pid, ident, conn = held
-            if pid == os.getpid() and ident == (st.st_dev, st.st_ino):
-                return conn  # type: ignore[no-any-return]
-        if held is not None:
-            self._local.held = None
-            if held[0] == os.getpid():
-                held[2].close()
+        held = self._held()
+        if held is not None and st is not None and held[0] == (st.st_dev, st.st_ino):
+            return held[1]
+        self._drop()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -277,6 +258,21 @@ class ResponseCache:
         st = self.path.stat()
         self._local.held = (os.getpid(), (st.st_dev, st.st_ino), conn)
         return conn
+
+    def _held(self) -> tuple[tuple[int, int], sqlite3.Connection] | None:
+        """This thread's open connection and its file's (device, inode), when this process
+        opened it (a forked child does not use its parent's)."""
+        held = getattr(self._local, "held", None)
+        if held is None or held[0] != os.getpid():
+            return None
+        return held[1], held[2]
+
+    def _drop(self) -> None:
+        """Forget this thread's connection, closing it if this process opened it."""
+        held = self._held()
+        self._local.held = None
+        if held is not None:
+            held[1].close()
 
     def get(self, key: str) -> ModelOutput | None:
         """The stored output for ``key``, or None."""
@@ -289,8 +285,8 @@ class ResponseCache:
         # file as it is now, so a cache whose folder was removed never answers; a file made
         # again since is read after the next hit or a store by this thread (a miss meanwhile
         # only means asking again).
-        held = getattr(self._local, "held", None)
-        opened = held[2] if held is not None and held[0] == os.getpid() else None
+        held = self._held()
+        opened = held[1] if held is not None else None
         try:
             conn = opened or self._connection(create=False)
             if conn is None:
@@ -375,7 +371,4 @@ class ResponseCache:
         """Write pending stores and close this thread's connection (it reopens on the next
         use)."""
         self.flush()
-        held = getattr(self._local, "held", None)
-        self._local.held = None
-        if held is not None and held[0] == os.getpid():
-            held[2].close()
+        self._drop()

@@ -125,9 +125,7 @@ def _web(name: str) -> ToolFactory:
         # One pair, sharing one index, so corpus:// ids found by search open in the browser.
         provider = chosen_search()  # the run's --search, else web.search_provider
         made_by = (get_settings(), PROVIDERS.get(provider))
-        pairs = _WEB_PAIRS.get(provider)
-        if pairs is None:
-            pairs = _WEB_PAIRS.setdefault(provider, IdentityMemo(8))
+        pairs = _WEB_PAIRS.get(provider) or _WEB_PAIRS.setdefault(provider, IdentityMemo(8))
         return _pick(pairs.get(made_by, lambda: _web_pair(provider)), name)
 
     return build

@@ -93,6 +93,10 @@ def _start(state: _State) -> None:
         atexit.register(flush_due_now)
 
 
+_GATHER_S = 0.05
+"""Writers due this soon after the first are flushed with it."""
+
+
 def _loop(state: _State) -> None:
     while True:
         with state.cond:
@@ -111,10 +115,6 @@ def _loop(state: _State) -> None:
                 due.append(heapq.heappop(state.heap)[2])
         for writer in due:  # outside the condition: a write never blocks a scheduling task
             _flush(writer)
-
-
-_GATHER_S = 0.05
-"""Writers due this soon after the first are flushed with it."""
 
 
 def _flush(writer: Flushable) -> None:
