@@ -8,6 +8,7 @@ benchmark code. ``tests/test_cli_startup.py`` checks this.
 from __future__ import annotations
 
 import difflib
+import gc
 import sys
 from typing import Annotated, Any
 
@@ -158,3 +159,15 @@ def main() -> None:
     except KeyboardInterrupt:
         _error_console().print("interrupted")
         sys.exit(130)
+    finally:
+        _settle_heap()
+
+
+def _settle_heap() -> None:
+    """Collect once, then freeze what is left: the process ends next. The interpreter's shutdown
+    walks every live object again in its own collections (the modules, pydantic's schemas, a
+    run's plan), which took 0.25-0.3 s after a 1,000-task eval here; frozen objects are not
+    walked. Garbage made so far is still collected (and finalized) here; exit hooks, buffered
+    files and reference counting at shutdown are untouched."""
+    gc.collect()
+    gc.freeze()
