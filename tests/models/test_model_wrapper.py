@@ -180,15 +180,23 @@ def test_cache_keeps_one_connection_and_follows_a_replaced_file(tmp_path: Path) 
     copy.close()
 
 
-def test_a_miss_asks_the_open_connection_and_only_a_hit_looks_at_the_file(
+def test_a_miss_runs_no_statement_and_only_a_hit_looks_at_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import shutil
 
+    from omnilab.models import cache_index
+
+    monkeypatch.setattr(cache_index, "REFRESH_S", 3600.0)  # no refresh during the test
     path = tmp_path / "cache" / "responses.sqlite3"
     cache = ResponseCache(path)
     cache.put("k", "m", ModelOutput.from_text("one"))
     cache.flush()
+    assert cache.get("first") is None  # loads the key index: the file's one key
+    held = cache._held()
+    assert held is not None
+    statements: list[str] = []
+    held[1].set_trace_callback(statements.append)
     looks: list[bool] = []
     real = ResponseCache._connection
 
@@ -197,9 +205,11 @@ def test_a_miss_asks_the_open_connection_and_only_a_hit_looks_at_the_file(
         return real(self, create=create)
 
     monkeypatch.setattr(ResponseCache, "_connection", counted)
-    # A new run's calls all miss: no system call on the file for them.
-    assert all(cache.get(f"new {i}") is None for i in range(5)) and looks == []
+    # A new run's calls all miss: no statement and no system call on the file for them.
+    assert all(cache.get(f"new {i}") is None for i in range(50))
+    assert statements == [] and looks == []
     assert getattr(cache.get("k"), "text", None) == "one" and len(looks) == 1
+    assert any("SELECT output" in s for s in statements)
     # The folder removed and the file made again by another writer: the open connection still
     # reads the removed file, whose row is not served; the file as it is now answers.
     shutil.rmtree(path.parent)

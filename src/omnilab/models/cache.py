@@ -6,7 +6,8 @@ first and last MiB, so a renamed copy hits and an edited file misses), the tools
 generation setting that can change the answer (sampling, seed, response format, logprobs; the
 timeout is left out) and the sample index, so repeated samples of one prompt are separate
 replies while a rerun of the same sample is served from the cache. One SQLite file serves
-concurrent processes (WAL mode, busy timeout).
+concurrent processes (WAL mode, busy timeout); each keeps the file's keys in memory
+(:mod:`omnilab.models.cache_index`), so a miss costs no statement.
 
 Stores are written behind: :meth:`ResponseCache.put` keeps the reply in memory (where
 :meth:`~ResponseCache.get` finds it at once) and one background thread commits what has
@@ -35,6 +36,7 @@ from typing import Any
 from omnilab._memo import IdentityMemo
 from omnilab.config import get_settings
 from omnilab.content import Text
+from omnilab.models.cache_index import KeyIndex
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
 
 __all__ = ["ResponseCache", "flush_pending", "request_key"]
@@ -123,6 +125,7 @@ def _tools_text(tools: Sequence[ToolSpec]) -> str:
 _PENDING: dict[str, dict[str, tuple[str, float, str]]] = {}
 _PENDING_LOCK = threading.Lock()
 _WRITE_LOCKS: dict[str, threading.Lock] = {}
+_INDEXES: dict[str, KeyIndex] = {}
 _WRITERS: dict[str, ResponseCache] = {}
 _WAKE = threading.Event()
 _WRITER: dict[str, int | None] = {"pid": None}
@@ -219,6 +222,7 @@ class ResponseCache:
         self._name = str(self.path.absolute())
         with _PENDING_LOCK:
             self._write_lock = _WRITE_LOCKS.setdefault(self._name, threading.Lock())
+            self._index = _INDEXES.setdefault(self._name, KeyIndex())
 
     @classmethod
     def default(cls) -> ResponseCache:
@@ -280,11 +284,15 @@ class ResponseCache:
             row = _PENDING.get(self._name, {}).get(key)
         if row is not None:
             return ModelOutput.model_validate_json(row[2])
-        # Asked of the connection already open, unchecked: most lookups miss (every call of a
-        # new run), and a miss needs no look at the file. A row found is served only from the
-        # file as it is now, so a cache whose folder was removed never answers; a file made
-        # again since is read after the next hit or a store by this thread (a miss meanwhile
-        # only means asking again).
+        if self._index.stale():
+            self._refresh_index()
+        if not self._index.may_hold(key):
+            return None  # most lookups (every call of a new run): no statement at all
+        # Asked of the connection already open, unchecked: a key the index holds may still be
+        # missing (removed since), and a miss needs no look at the file. A row found is served
+        # only from the file as it is now, so a cache whose folder was removed never answers; a
+        # file made again since is read after the next hit or a store by this thread (a miss
+        # meanwhile only means asking again).
         held = self._held()
         opened = held[1] if held is not None else None
         try:
@@ -310,11 +318,31 @@ class ResponseCache:
             return None
         return ModelOutput.model_validate_json(found) if found is not None else None
 
+    def _refresh_index(self) -> None:
+        """Bring the key index up to the file as it is now (see :mod:`.cache_index`)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            self._index.missing()
+            return
+        except OSError:
+            self._index.unreadable()  # the lookup itself says what is wrong
+            return
+        try:
+            conn = self._connection(create=False)
+            if conn is None:
+                self._index.missing()
+            else:
+                self._index.refresh(conn, (st.st_dev, st.st_ino))
+        except (OSError, sqlite3.Error):
+            self._index.unreadable()
+
     def put(self, key: str, model: str, output: ModelOutput) -> None:
         """Store ``output`` under ``key`` (replacing any earlier one); written behind."""
         row = (model, time.time(), output.model_dump_json())
         with _PENDING_LOCK:
             _PENDING.setdefault(self._name, {})[key] = row
+        self._index.add(key)
         _ensure_writer()
         _WAKE.set()
 
@@ -366,6 +394,7 @@ class ResponseCache:
         if conn is not None:
             with conn:
                 conn.execute("DELETE FROM responses")
+        self._index.forget()
 
     def close(self) -> None:
         """Write pending stores and close this thread's connection (it reopens on the next

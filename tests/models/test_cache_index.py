@@ -1,0 +1,126 @@
+"""The reply cache's in-memory key index: a miss costs no statement, and what other processes
+store is still found (after at most a refresh interval)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from omnilab.models import ModelOutput, ResponseCache, cache_index
+
+
+def _store_elsewhere(path: Path, *keys: str, clear: bool = False) -> None:
+    """Rows written as another process writes them: its own connection, not this process's
+    cache objects (which tell the index of their own stores)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        if clear:
+            conn.execute("DELETE FROM responses")
+        for key in keys:
+            output = ModelOutput.from_text(f"reply to {key}").model_dump_json()
+            conn.execute(
+                "INSERT OR REPLACE INTO responses (key, model, created, output) "
+                "VALUES (?, 'm', 0, ?)",
+                (key, output),
+            )
+    conn.close()
+
+
+def _text(cache: ResponseCache, key: str) -> str | None:
+    found = cache.get(key)
+    return None if found is None else found.text
+
+
+@pytest.fixture()
+def cache(tmp_path: Path) -> ResponseCache:
+    made = ResponseCache(tmp_path / "c" / f"responses-{time.monotonic_ns()}.sqlite3")
+    made.put("mine", "m", ModelOutput.from_text("my reply"))
+    made.flush()
+    return made
+
+
+def test_rows_another_process_adds_are_found_once_the_index_is_refreshed(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_index, "REFRESH_S", 3600.0)
+    assert _text(cache, "theirs") is None  # the index is loaded here
+    _store_elsewhere(cache.path, "theirs")
+    assert _text(cache, "theirs") is None  # within the refresh interval: asked again
+    monkeypatch.setattr(cache_index, "REFRESH_S", 0.0)
+    assert _text(cache, "theirs") == "reply to theirs"
+    assert _text(cache, "mine") == "my reply"
+
+
+def test_a_real_other_process_store_is_found_after_the_default_interval(
+    cache: ResponseCache,
+) -> None:
+    assert _text(cache, "child") is None
+    code = (
+        "import sys; from pathlib import Path; from omnilab.models import ModelOutput, "
+        "ResponseCache; c = ResponseCache(Path(sys.argv[1])); "
+        "c.put('child', 'm', ModelOutput.from_text('from the child')); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", code, str(cache.path)], check=True)
+    time.sleep(cache_index.REFRESH_S)
+    assert _text(cache, "child") == "from the child"
+
+
+def test_a_cache_cleared_and_refilled_elsewhere_is_indexed_again(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _store_elsewhere(cache.path, "a", "b", "c")
+    monkeypatch.setattr(cache_index, "REFRESH_S", 0.0)
+    assert _text(cache, "c") == "reply to c"
+    # Cleared and refilled with fewer rows: its row numbers start again from 1.
+    _store_elsewhere(cache.path, "fresh", clear=True)
+    assert _text(cache, "fresh") == "reply to fresh"
+    assert _text(cache, "a") is None and _text(cache, "mine") is None
+
+
+def test_own_stores_stay_found_after_they_are_written_without_a_refresh(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _text(cache, "nothing") is None
+    monkeypatch.setattr(cache_index, "REFRESH_S", 3600.0)
+    cache.put("later", "m", ModelOutput.from_text("stored later"))
+    cache.flush()  # no longer pending: found through the index and the file
+    assert _text(cache, "later") == "stored later"
+    # Another object on the same file (another model of this process) shares the index.
+    assert _text(ResponseCache(cache.path), "later") == "stored later"
+
+
+def test_a_file_too_large_to_index_is_asked_on_every_lookup(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_index, "MAX_KEYS", 2)
+    _store_elsewhere(cache.path, "a", "b")
+    monkeypatch.setattr(cache_index, "REFRESH_S", 0.0)
+    assert _text(cache, "a") == "reply to a"  # three rows: not indexed
+    monkeypatch.setattr(cache_index, "REFRESH_S", 3600.0)
+    held = cache._held()
+    assert held is not None
+    statements: list[str] = []
+    held[1].set_trace_callback(statements.append)
+    _store_elsewhere(cache.path, "unseen")
+    assert _text(cache, "unseen") == "reply to unseen"  # no index to miss it
+    assert _text(cache, "absent") is None and len(statements) == 2
+
+
+def test_a_cache_made_anew_under_the_same_name_is_read_whole(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _text(cache, "mine") == "my reply"
+    cache.path.unlink()
+    assert not cache.path.exists()
+    monkeypatch.setattr(cache_index, "REFRESH_S", 0.0)
+    assert _text(cache, "mine") is None  # no file: nothing held
+    other = ResponseCache(cache.path)
+    other.put("seed", "m", ModelOutput.from_text("x"))
+    other.flush()
+    _store_elsewhere(cache.path, "new")
+    assert _text(cache, "new") == "reply to new"
