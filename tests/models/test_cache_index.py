@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,26 @@ def test_a_cache_made_anew_under_the_same_name_is_read_whole(
     other.flush()
     _store_elsewhere(cache.path, "new")
     assert _text(cache, "new") == "reply to new"
+
+
+class _NoJson(sqlite3.Connection):
+    """A connection to an SQLite built without its JSON functions."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if "json_group_array" in sql:
+            raise sqlite3.OperationalError("no such function: json_group_array")
+        return super().execute(sql, parameters)
+
+
+def test_an_sqlite_without_json_functions_is_read_a_row_at_a_time(
+    cache: ResponseCache,
+) -> None:
+    _store_elsewhere(cache.path, "a", "b")
+    conn = sqlite3.connect(cache.path, factory=_NoJson)
+    index = cache_index.KeyIndex()
+    index.refresh(conn, (1, 1))
+    assert all(index.may_hold(k) for k in ("a", "b", "mine")) and not index.may_hold("c")
+    _store_elsewhere(cache.path, "c")
+    index.refresh(conn, (1, 1))
+    assert index.may_hold("c") and not index.may_hold("d")
+    conn.close()
