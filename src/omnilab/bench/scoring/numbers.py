@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from omnilab.bench.scoring.units import SPELLINGS, UNIT_AFTER, Quantity
+from omnilab.bench.scoring.units import SPELLINGS, Quantity, unit_after
 
 __all__ = ["Quantity", "blank_names", "extract_number", "extract_quantity"]
 
@@ -294,7 +294,7 @@ def _excluded(
 def _with_unit(candidate: _Candidate, text: str) -> Quantity:
     if candidate.quantity.unit is not None:
         return candidate.quantity
-    match = UNIT_AFTER.match(text, candidate.end)
+    match = unit_after().match(text, candidate.end)
     if match is None:
         return candidate.quantity
     unit = SPELLINGS[match.group(1).lower()]
