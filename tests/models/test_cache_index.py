@@ -148,3 +148,21 @@ def test_an_sqlite_without_json_functions_is_read_a_row_at_a_time(
     index.refresh(conn, (1, 1))
     assert index.may_hold("c") and not index.may_hold("d")
     conn.close()
+
+
+def test_a_store_made_before_the_file_exists_is_found_once_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = ResponseCache(tmp_path / "fresh" / "responses.sqlite3")
+    cache.put("early", "m", ModelOutput.from_text("stored early"))  # pending: no file yet
+    monkeypatch.setattr(cache_index, "REFRESH_S", 0.0)
+    # Refreshed while the writer has not made the file yet (it waits a moment for more).
+    assert _text(cache, "other") is None
+    monkeypatch.setattr(cache_index, "REFRESH_S", 3600.0)
+    cache.flush()  # the file is made and the store leaves the pending ones
+    assert _text(cache, "early") == "stored early"
+    # The same, on the index alone (the writer above might have been quicker).
+    index = cache_index.KeyIndex()
+    index.add("early")
+    index.missing()
+    assert index.may_hold("early") and not index.may_hold("other")

@@ -67,10 +67,10 @@ class KeyIndex:
             self._top = 0
 
     def missing(self) -> None:
-        """No file: nothing is held but what this process stores from now on."""
+        """No file: nothing is held but what this process stored (its stores may still be on
+        their way to the file the writer makes)."""
         with self._lock:
             self._keys.clear()
-            self._own.clear()
             self._identity, self._top = None, 0
             self._complete, self._failed = True, False
             self._checked = time.monotonic()
