@@ -166,3 +166,15 @@ def test_a_store_made_before_the_file_exists_is_found_once_written(
     index.add("early")
     index.missing()
     assert index.may_hold("early") and not index.may_hold("other")
+
+
+def test_a_process_that_stored_more_than_the_cap_stops_indexing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cache_index, "MAX_KEYS", 3)
+    index = cache_index.KeyIndex()
+    for key in ("a", "b", "c"):
+        index.add(key)
+    assert not index.may_hold("unseen")
+    index.add("d")  # the fourth: the set would pass the cap
+    assert index.may_hold("unseen") and index.may_hold("a")

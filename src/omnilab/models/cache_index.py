@@ -43,6 +43,7 @@ class KeyIndex:
         self._checked = float("-inf")
         self._complete = True  # false: the file has too many rows to index
         self._failed = False  # the last refresh could not read the file
+        self._overflow = False  # this process stored more than MAX_KEYS: not indexed any more
 
     def stale(self) -> bool:
         """Whether the next lookup should :meth:`refresh` first."""
@@ -50,7 +51,7 @@ class KeyIndex:
 
     def may_hold(self, key: str) -> bool:
         """False only when the file certainly lacks ``key`` (as of the last refresh)."""
-        if not self._complete or self._failed:
+        if not self._complete or self._failed or self._overflow:
             return True
         digest = hash(key)
         return digest in self._keys or digest in self._own
@@ -58,6 +59,11 @@ class KeyIndex:
     def add(self, key: str) -> None:
         """A store of this process (written behind): held from now on."""
         self._own.add(hash(key))
+        if len(self._own) > MAX_KEYS:
+            # A long-lived process that stored this many: the set stops growing, and every
+            # lookup asks the file from now on.
+            self._overflow = True
+            self._own.clear()
 
     def forget(self) -> None:
         """Every row removed (the cache cleared): nothing is held until the next refresh."""
