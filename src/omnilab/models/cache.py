@@ -321,21 +321,14 @@ class ResponseCache:
     def _refresh_index(self) -> None:
         """Bring the key index up to the file as it is now (see :mod:`.cache_index`)."""
         try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            self._index.missing()
-            return
-        except OSError:
-            self._index.unreadable()  # the lookup itself says what is wrong
-            return
-        try:
-            conn = self._connection(create=False)
-            if conn is None:
+            # The connection to the file as it is now; _held() then names that file.
+            held = self._held() if self._connection(create=False) is not None else None
+            if held is None:
                 self._index.missing()
             else:
-                self._index.refresh(conn, (st.st_dev, st.st_ino))
+                self._index.refresh(held[1], held[0])
         except (OSError, sqlite3.Error):
-            self._index.unreadable()
+            self._index.unreadable()  # the lookup itself says what is wrong
 
     def put(self, key: str, model: str, output: ModelOutput) -> None:
         """Store ``output`` under ``key`` (replacing any earlier one); written behind."""
