@@ -205,3 +205,9 @@ def test_a_damaged_cache_file_means_asking_the_model_said_once(
     with caplog.at_level(logging.WARNING, logger="omnilab.models.cache"):
         assert [cache.get(f"k{i}") for i in range(3)] == [None, None, None]
     assert caplog.text.count("cannot be read") == 1 and "asking the model" in caplog.text
+    # Its stores fail on every batch: said once too.
+    with caplog.at_level(logging.WARNING, logger="omnilab.models.cache"):
+        for i in range(3):
+            cache.put(f"k{i}", "m", ModelOutput.from_text("reply"))
+            cache.flush()
+    assert caplog.text.count("not stored") == 1

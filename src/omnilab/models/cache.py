@@ -135,6 +135,8 @@ _ROWS_PER_INSERT = 200
 """Rows per INSERT: 800 parameters, under the 999 that older SQLite builds allow."""
 _UNREADABLE: set[str] = set()
 """Cache files whose failed lookup was already reported."""
+_UNWRITABLE: set[str] = set()
+"""Cache files whose failed store was already reported (the writer fails again every batch)."""
 
 
 def _writer_loop() -> None:
@@ -363,8 +365,20 @@ class ResponseCache:
                             [value for row in chunk for value in row],
                         )
             except (OSError, sqlite3.Error) as e:
-                # Losing cached replies only means asking again: say so, never stop the run.
-                log.warning("reply cache %s: %d replies not stored (%s)", self.path, len(batch), e)
+                # Losing cached replies only means asking again: say so once per file (a
+                # damaged file fails every batch of the run), never stop the run.
+                first = self._name not in _UNWRITABLE
+                _UNWRITABLE.add(self._name)
+                log.log(
+                    logging.WARNING if first else logging.DEBUG,
+                    "reply cache %s: %d replies not stored (%s)%s",
+                    self.path,
+                    len(batch),
+                    e,
+                    "; later failures are not reported (delete the file to start a new cache)"
+                    if first
+                    else "",
+                )
             with _PENDING_LOCK:
                 pending = _PENDING.get(self._name, {})
                 for key, row in batch.items():
