@@ -163,7 +163,12 @@ class ModelSettings(_Section):
 
     api_keys: dict[str, SecretStr] = Field(default_factory=dict)
     """API keys by provider alias (``openai``, ``openrouter``, ...), used when the alias's
-    environment variable is unset. Never printed."""
+    environment variable is unset and sent only to that provider's own host; or by base URL
+    (``"http://gpu:8000/v1"``), sent only to base URLs under it. Never printed."""
+
+    api_key_env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables holding the key of a base URL (``{"http://gpu:8000/v1" =
+    "VLLM_API_KEY"}``): how a server of one's own gets a key kept in the environment."""
 
     local_n_ctx: int = Field(default=4096, ge=256)
     """Context window of the embedded ``local`` model, in tokens."""

@@ -241,7 +241,7 @@ def test_cache_hit_sends_no_second_request(server: FakeOpenAIServer) -> None:
         (
             reply_error(401, "invalid key"),
             ErrorKind.AUTH,
-            "needs an API key (invalid key); set VLLM_API_KEY, or models.api_keys.vllm",
+            "needs an API key (invalid key); set models.api_keys.",
         ),
         (
             reply_error(404, "no such model"),
@@ -279,11 +279,21 @@ def test_unreachable_server_says_what_to_check() -> None:
     assert "is the server running?" in message and "\n" not in message
 
 
+def key_for(url: str, var: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attach the key in ``$var`` to ``url`` (``models.api_key_env``), as a user of a server of
+    their own does: a provider's own key goes only to its own host."""
+    from omnilab.config import get_settings
+
+    monkeypatch.setenv("OMNILAB_MODELS__API_KEY_ENV", f'{{"{url}": "{var}"}}')
+    get_settings.cache_clear()
+
+
 def test_key_is_sent_but_never_shown(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = "sk-test-abcdefghijklmnop"
     monkeypatch.setenv("OPENAI_API_KEY", key)
+    key_for(server.base_url, "OPENAI_API_KEY", monkeypatch)
     server.push(reply_error(401, f"Incorrect API key provided: {key}"))
     events: list[ModelCallEvent] = []
     with pytest.raises(ModelError) as err:
@@ -308,7 +318,9 @@ def test_a_401_without_a_key_says_a_key_is_needed(server: FakeOpenAIServer) -> N
     assert err.value.kind is ErrorKind.AUTH
     assert str(err.value) == (
         f"model {name}: HTTP 401: {server.base_url} needs an API key (Unauthorized); "
-        "set OPENAI_API_KEY, or models.api_keys.openai in omnilab.toml"
+        f'set models.api_keys."{server.base_url}" = "KEY", or '
+        f'models.api_key_env."{server.base_url}" = "VARIABLE" in omnilab.toml '
+        "(the provider's own key goes only to its own host)"
     )
     assert len(server.chat_requests) == 1  # not retried
 
@@ -317,6 +329,7 @@ def test_a_401_with_a_key_says_to_check_it(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VLLM_API_KEY", "sk-wrong-key-123456")
+    key_for(server.base_url, "VLLM_API_KEY", monkeypatch)
     server.push(reply_error(401, "invalid key"))
     with pytest.raises(ModelError) as err:
         get_model(f"vllm:m@{server.base_url}").generate_sync("hi")

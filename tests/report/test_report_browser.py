@@ -7,8 +7,6 @@ installed; CI installs ``chromium`` (.ci/run) so they run there."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,40 +14,6 @@ from typing import Any
 import pytest
 
 pytestmark = pytest.mark.browser
-
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
-def find_browser() -> str | None:
-    """``OMNILAB_CHROMIUM``, else /usr/bin/chromium, else a Chromium on the PATH."""
-    named = os.environ.get("OMNILAB_CHROMIUM")
-    if named:
-        return named if Path(named).is_file() else None
-    if Path("/usr/bin/chromium").is_file():
-        return "/usr/bin/chromium"
-    return next((found for name in CANDIDATES if (found := shutil.which(name))), None)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    playwright = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')"
-    )
-    executable = find_browser()
-    if executable is None:
-        pytest.skip(
-            "no Chromium found (apt-get install chromium, or set OMNILAB_CHROMIUM): "
-            "browser tests skipped"
-        )
-    with playwright.sync_playwright() as p:
-        found = p.chromium.launch(
-            executable_path=executable,
-            headless=True,
-            # Root in containers needs --no-sandbox; audio may play without a user gesture.
-            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
-        )
-        yield found
-        found.close()
 
 
 class Page:

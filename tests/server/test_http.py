@@ -1,20 +1,21 @@
 """``omnilab serve``: a live server on 127.0.0.1, asked with httpx: uploads, streamed steps,
-runs and trajectories, bad and oversized uploads, a token, and a client that leaves mid-run."""
+runs and trajectories, bad and oversized uploads, a token, and a client that leaves mid-run.
+The server's operator names the model (a scripted one); clients send the token."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
 import uvicorn
 
 from omnilab.media import synth
-from omnilab.server.http import create_app
+from omnilab.server.http import ClientPolicy, create_app
 from omnilab.trajectory import read_trajectory
 
 
@@ -46,58 +47,65 @@ def script(tmp_path: Path, steps: list[object]) -> str:
     return f"scripted:{path}"
 
 
+TOKEN = "test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def serving(runs: Path, model: str | None = None, **options: Any) -> Live:
+    """A live server whose operator chose ``model``, with the test token."""
+    policy = options.pop("policy", None) or ClientPolicy(model=model)
+    return Live(create_app(runs_dir=runs, token=TOKEN, policy=policy, **options))
+
+
+def client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers=AUTH, timeout=60)
+
+
 @pytest.fixture()
 def image(tmp_path: Path) -> Path:
     return synth.make_image(tmp_path / "photo.png", size=(64, 48), index=2)
 
 
-@pytest.fixture()
-def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def test_ask_with_an_upload_and_read_the_run_back(tmp_path: Path, image: Path) -> None:
     runs = tmp_path / "runs"
-    app = create_app(runs_dir=runs, media_root=tmp_path, max_upload_mb=1)
-    with Live(app) as url:
-        yield url, runs
-
-
-def test_ask_with_an_upload_and_read_the_run_back(
-    served: tuple[str, Path], tmp_path: Path, image: Path
-) -> None:
-    url, runs = served
     model = script(tmp_path, ["<answer>a square</answer>"])
-    with image.open("rb") as f:
-        reply = httpx.post(
-            f"{url}/v1/ask",
-            data={"question": "What is shown?", "model": model},
-            files={"files": ("photo.png", f, "image/png")},
-            timeout=60,
-        )
-    assert reply.status_code == 200, reply.text
-    body = reply.json()
-    assert (body["answer"], body["status"]) == ("a square", "answered")
-    run = runs / body["run"]
-    assert (run / "inputs" / "photo.png").is_file() and not (run / "workspace").exists()
-    listed = httpx.get(f"{url}/v1/runs").json()
-    assert {"run": body["run"]} in listed
-    info = httpx.get(f"{url}/v1/runs/{body['run']}").json()
-    assert info["question"] == "What is shown?" and info["answer"] == "a square"
-    lines = httpx.get(f"{url}/v1/runs/{body['run']}/trajectory").text.splitlines()
-    assert json.loads(lines[-1])["kind"] == "run_end"
-    assert httpx.get(f"{url}/v1/runs/../../etc").status_code == 404
+    with serving(runs, model, media_root=tmp_path, max_upload_mb=1) as url, client(url) as http:
+        with image.open("rb") as f:
+            reply = http.post(
+                "/v1/ask",
+                data={"question": "What is shown?"},
+                files={"files": ("photo.png", f, "image/png")},
+            )
+        assert reply.status_code == 200, reply.text
+        body = reply.json()
+        assert (body["answer"], body["status"]) == ("a square", "answered")
+        run = runs / body["run"]
+        assert (run / "inputs" / "photo.png").is_file() and not (run / "workspace").exists()
+        listed = http.get("/v1/runs").json()
+        assert {"run": body["run"]} in listed
+        info = http.get(f"/v1/runs/{body['run']}").json()
+        assert info["question"] == "What is shown?" and info["answer"] == "a square"
+        lines = http.get(f"/v1/runs/{body['run']}/trajectory").text.splitlines()
+        assert json.loads(lines[-1])["kind"] == "run_end"
+        assert http.get(f"{url}/v1/runs/../../etc").status_code == 404
+        assert http.get("/v1/runs/..%2F..%2Fetc/trajectory").status_code == 404
 
 
-def test_streamed_steps_then_the_result(served: tuple[str, Path], tmp_path: Path) -> None:
-    url, _ = served
+def test_streamed_steps_then_the_result(tmp_path: Path) -> None:
     (tmp_path / "media").mkdir()
     synth.make_image(tmp_path / "media" / "pic.png", size=(32, 32), index=1)
     model = script(tmp_path, ["thinking... <answer>4</answer>"])
     kinds: list[str] = []
     result = None
-    with httpx.stream(
-        "POST",
-        f"{url}/v1/ask",
-        data={"question": "2+2?", "model": model, "stream": "true", "paths": "media/pic.png"},
-        timeout=60,
-    ) as reply:
+    with (
+        serving(tmp_path / "runs", model, media_root=tmp_path) as url,
+        client(url) as http,
+        http.stream(
+            "POST",
+            "/v1/ask",
+            data={"question": "2+2?", "stream": "true", "paths": "media/pic.png"},
+        ) as reply,
+    ):
         assert reply.headers["content-type"].startswith("text/event-stream")
         event = None
         for line in reply.iter_lines():
@@ -111,73 +119,68 @@ def test_streamed_steps_then_the_result(served: tuple[str, Path], tmp_path: Path
     assert result is not None and result["answer"] == "4"
 
 
-def test_bad_requests_are_refused_cleanly(
-    served: tuple[str, Path], tmp_path: Path, image: Path
-) -> None:
-    url, runs = served
+def test_bad_requests_are_refused_cleanly(tmp_path: Path, image: Path) -> None:
+    runs = tmp_path / "runs"
     model = script(tmp_path, ["<answer>x</answer>"])
-    big = b"\0" * (2 << 20)  # over the 1 MiB limit
-    reply = httpx.post(
-        f"{url}/v1/ask",
-        data={"question": "q", "model": model},
-        files={"files": ("big.wav", big, "audio/wav")},
-        timeout=60,
-    )
-    assert reply.status_code == 413 and "larger than 1 MiB" in reply.json()["detail"]
-    assert not runs.exists() or not any(runs.iterdir())  # the partial run folder is gone
-    outside = httpx.post(
-        f"{url}/v1/ask", data={"question": "q", "model": model, "paths": "../../etc/passwd"}
-    )
-    assert outside.status_code == 400 and "no such file under the media root" in outside.text
-    bad_json = httpx.post(
-        f"{url}/v1/ask", data={"question": "q", "model": model, "agent_options": "{nope"}
-    )
-    assert bad_json.status_code == 400 and "not JSON" in bad_json.text
-    with image.open("rb") as f:
-        empty = httpx.post(
-            f"{url}/v1/ask",
-            data={"question": "  ", "model": model},
-            files={"files": ("photo.png", f, "image/png")},
+    with serving(runs, model, media_root=tmp_path, max_upload_mb=1) as url, client(url) as http:
+        big = b"\0" * (2 << 20)  # over the 1 MiB limit (and its slack for the form's fields)
+        reply = http.post(
+            "/v1/ask", data={"question": "q"}, files={"files": ("big.wav", big, "audio/wav")}
         )
-    assert empty.status_code == 400 and "the question is empty" in empty.text
-    assert httpx.post(f"{url}/v1/ask", data={"model": model}).status_code == 422
+        assert reply.status_code == 413 and "larger than the 1 MiB" in reply.json()["detail"]
+        # Two uploads under the request's limit together but over it once saved: refused too.
+        halves = [("files", (f"half{i}.wav", b"\0" * (700 << 10), "audio/wav")) for i in (1, 2)]
+        reply = http.post("/v1/ask", data={"question": "q"}, files=halves)
+        assert reply.status_code == 413 and "uploads larger than 1 MiB" in reply.json()["detail"]
+        assert not runs.exists() or not any(runs.iterdir())  # the partial run folder is gone
+        outside = http.post("/v1/ask", data={"question": "q", "paths": "../../etc/passwd"})
+        assert outside.status_code == 400 and "no such file under the media root" in outside.text
+        bad_json = http.post("/v1/ask", data={"question": "q", "agent_options": "{nope"})
+        assert bad_json.status_code == 400 and "not JSON" in bad_json.text
+        with image.open("rb") as f:
+            empty = http.post(
+                "/v1/ask", data={"question": "  "}, files={"files": ("photo.png", f, "image/png")}
+            )
+        assert empty.status_code == 400 and "the question is empty" in empty.text
+        assert http.post("/v1/ask", data={"model": model}).status_code == 422
 
 
-def test_a_token_is_required_when_set(tmp_path: Path) -> None:
-    app = create_app(runs_dir=tmp_path / "runs", token="s3cret")
-    with Live(app) as url:
+def test_a_token_is_required_on_every_route_but_health(tmp_path: Path) -> None:
+    with serving(tmp_path / "runs") as url:
         assert httpx.get(f"{url}/v1/health").status_code == 200
-        assert httpx.get(f"{url}/v1/runs").status_code == 401
-        wrong = {"Authorization": "Bearer nope"}
-        assert httpx.get(f"{url}/v1/runs", headers=wrong).status_code == 401
-        right = {"Authorization": "Bearer s3cret"}
-        assert httpx.get(f"{url}/v1/runs", headers=right).status_code == 200
+        for path in ("/v1/runs", "/v1/runs/x", "/v1/runs/x/trajectory", "/v1/runs/x/report/"):
+            refused = httpx.get(f"{url}{path}")
+            assert refused.status_code == 401, path
+            assert refused.headers["www-authenticate"] == "Bearer"
+            assert "missing or wrong bearer token" in refused.json()["detail"]
+        assert httpx.post(f"{url}/v1/ask", data={"question": "q"}).status_code == 401
+        for wrong in ("Bearer nope", f"Bearer {TOKEN}x", TOKEN, f"Basic {TOKEN}"):
+            assert httpx.get(f"{url}/v1/runs", headers={"Authorization": wrong}).status_code == 401
+        assert httpx.get(f"{url}/v1/runs", headers=AUTH).status_code == 200
 
 
-def test_a_client_that_leaves_mid_run_cancels_it(
-    served: tuple[str, Path], tmp_path: Path, image: Path
-) -> None:
-    url, runs = served
+def test_a_client_that_leaves_mid_run_cancels_it(tmp_path: Path, image: Path) -> None:
+    runs = tmp_path / "runs"
     model = script(tmp_path, [{"timeout": True, "seconds": 60}])
-    with (
-        image.open("rb") as f,
-        httpx.stream(
-            "POST",
-            f"{url}/v1/ask",
-            data={"question": "slow?", "model": model, "stream": "true"},
-            files={"files": ("photo.png", f, "image/png")},
-            timeout=60,
-        ) as reply,
-    ):
-        for line in reply.iter_lines():
-            if line.startswith("data: "):
-                break  # the first step arrived: leave
-    deadline = time.monotonic() + 15
-    while True:
-        (run,) = list(runs.iterdir())
-        traj = read_trajectory(run / "trajectory.jsonl")
-        if traj.run_end is not None or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert traj.run_end is not None and traj.status == "error"
-    assert httpx.get(f"{url}/v1/health").status_code == 200  # the server carries on
+    with serving(runs, model) as url, client(url) as http:
+        with (
+            image.open("rb") as f,
+            http.stream(
+                "POST",
+                "/v1/ask",
+                data={"question": "slow?", "stream": "true"},
+                files={"files": ("photo.png", f, "image/png")},
+            ) as reply,
+        ):
+            for line in reply.iter_lines():
+                if line.startswith("data: "):
+                    break  # the first step arrived: leave
+        deadline = time.monotonic() + 15
+        while True:
+            (run,) = list(runs.iterdir())
+            traj = read_trajectory(run / "trajectory.jsonl")
+            if traj.run_end is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert traj.run_end is not None and traj.status == "error"
+        assert http.get("/v1/health").status_code == 200  # the server carries on

@@ -11,9 +11,46 @@ from omnilab.errors import OmnilabError
 
 __all__ = ["serve"]
 
+_MIN_TOKEN = 16
+_WILDCARD = ("0.0.0.0", "::", "")  # noqa: S104 (names compared, nothing bound here)
+
 
 class ServeSetupError(OmnilabError):
     """The HTTP server cannot start (missing extra, bad options)."""
+
+
+def _token(token_env: str | None, no_token: bool, understood: bool) -> tuple[str | None, bool]:
+    """The bearer token and whether it was generated here (and so must be shown once)."""
+    import os
+    import secrets
+
+    if no_token:
+        if token_env is not None:
+            raise ServeSetupError("--no-token and --token-env contradict each other; pick one")
+        if not understood:
+            raise ServeSetupError(
+                "--no-token lets any process or user on this host run agents with your keys and "
+                "models; add --i-understand-anyone-on-this-host-can-run-code to do it anyway"
+            )
+        return None, False
+    if token_env is None:
+        return secrets.token_urlsafe(32), True
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        raise ServeSetupError(f"--token-env {token_env}: that variable is not set or empty")
+    if len(token) < _MIN_TOKEN:
+        raise ServeSetupError(
+            f"--token-env {token_env}: the token is shorter than {_MIN_TOKEN} characters; "
+            "use a long random one (python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token, False
+
+
+def _shown(host: str, port: int) -> str:
+    """The address clients on this machine use."""
+    if host in _WILDCARD:
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def serve(
@@ -23,6 +60,14 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8360,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Default agent model, provider:model.")
+    ] = None,
+    allow_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-model",
+            help="A model name or shell-style pattern (vllm:*) clients may ask for besides "
+            "--model; repeatable.",
+        ),
     ] = None,
     runs_dir: Annotated[
         Path | None,
@@ -36,20 +81,49 @@ def serve(
         str | None,
         typer.Option(
             "--token-env",
-            help="Name of an environment variable holding a bearer token every request must send.",
+            help="Environment variable holding the bearer token (default: a random one, "
+            "printed once).",
         ),
     ] = None,
-    max_upload_mb: Annotated[int, typer.Option("--max-upload-mb", min=1)] = 512,
+    no_token: Annotated[
+        bool,
+        typer.Option("--no-token", help="Serve without a token (needs the flag below too)."),
+    ] = False,
+    understood: Annotated[
+        bool,
+        typer.Option(
+            "--i-understand-anyone-on-this-host-can-run-code",
+            help="Confirms --no-token.",
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="A name the Host header may carry besides loopback's and --host (the name "
+            "clients use to reach this server); repeatable.",
+        ),
+    ] = None,
+    max_upload_mb: Annotated[
+        int, typer.Option("--max-upload-mb", min=1, help="Uploads of one request, together.")
+    ] = 512,
+    max_concurrent_runs: Annotated[
+        int,
+        typer.Option("--max-concurrent-runs", min=1, help="Runs at once; more get HTTP 429."),
+    ] = 4,
+    max_turns: Annotated[
+        int, typer.Option("--max-turns", min=1, help="The most turns a client may ask for.")
+    ] = 50,
 ) -> None:
     """Serve agents over HTTP: POST /v1/ask (multipart: question, files, stream=true for
     server-sent events of each step), GET /v1/runs, /v1/runs/ID, /v1/runs/ID/trajectory and
-    /v1/runs/ID/report/ (the run's report page)."""
-    import os
-
+    /v1/runs/ID/report/ (the run's report page). Every request but /v1/health needs the bearer
+    token; clients choose only the models and agent options the operator allows."""
     try:
         import uvicorn
 
         from omnilab.server.http import create_app
+        from omnilab.server.policy import ClientPolicy
     except ImportError as e:
         raise ServeSetupError(
             f"omnilab serve needs the server extra ({e.name} is missing): "
@@ -57,24 +131,41 @@ def serve(
         ) from None
     from omnilab.config import get_settings
 
-    token = None
-    if token_env is not None:
-        token = os.environ.get(token_env)
-        if not token:
-            raise ServeSetupError(f"--token-env {token_env}: that variable is not set or empty")
+    token, generated = _token(token_env, no_token, understood)
     if media_root is not None and not media_root.is_dir():
         raise ServeSetupError(f"--media-root {media_root} is not a folder")
-    if host not in ("127.0.0.1", "localhost", "::1") and token is None:
-        typer.echo(
-            f"warning: serving on {host} without a token: anyone who can reach it can run agents",
-            err=True,
-        )
+    hosts = [*(allow_host or []), *([host] if host not in _WILDCARD else [])]
+    policy = ClientPolicy(model=model, allow_models=tuple(allow_model or ()), max_turns=max_turns)
     app = create_app(
         runs_dir=runs_dir or get_settings().agents.runs_dir,
-        model=model,
         token=token,
+        policy=policy,
         media_root=media_root,
         max_upload_mb=max_upload_mb,
+        max_concurrent_runs=max_concurrent_runs,
+        hosts=tuple(hosts),
     )
-    typer.echo(f"omnilab API on http://{host}:{port}/v1", err=True)
+    url = _shown(host, port)
+    typer.echo(f"omnilab API on {url}/v1", err=True)
+    if token is None:
+        typer.echo(
+            "warning: serving WITHOUT a token (--no-token): any process or user on this host "
+            "can run agents, and code, with this server's keys",
+            err=True,
+        )
+    elif generated:
+        # Shown once, like Jupyter's: the operator copies it; it is not written anywhere.
+        typer.echo(f"token (shown once): {token}", err=True)
+        typer.echo(
+            f"  curl -H 'Authorization: Bearer {token}' -F question='What is shown?' "
+            f"-F files=@photo.jpg {url}/v1/ask",
+            err=True,
+        )
+        typer.echo(f"  in a browser, once: {url}/v1/runs?token={token}", err=True)
+    if host in _WILDCARD and not allow_host:
+        typer.echo(
+            f"note: bound to {host or 'all addresses'}; requests must name a loopback Host: "
+            "add --allow-host NAME for each name clients use to reach this machine",
+            err=True,
+        )
     uvicorn.run(app, host=host, port=port, log_level="warning")

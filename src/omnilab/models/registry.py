@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import os
 from dataclasses import dataclass, field
 
 from omnilab.config import ModelSettings, Settings, get_settings
@@ -21,6 +20,7 @@ from omnilab.models.cache import ResponseCache
 from omnilab.models.capabilities import Capabilities, resolve_capabilities
 from omnilab.models.errors import ModelConfigError
 from omnilab.models.events import EventSink
+from omnilab.models.keys import api_key, key_hint, own_host
 from omnilab.models.model import Model
 from omnilab.models.retry import RetryPolicy
 from omnilab.registry import Registry, RegistryError
@@ -230,36 +230,20 @@ def _provider(name: ModelName) -> Provider:
         raise ModelConfigError(str(name), str(e), advice="fix or uninstall that package") from None
 
 
-def _api_key(provider: Provider, settings: ModelSettings) -> str | None:
-    for var in provider.key_env:
-        value = os.environ.get(var)
-        if value:
-            return value
-    secret = settings.api_keys.get(provider.name)
-    return secret.get_secret_value() if secret is not None else None
-
-
 def key_is_set(provider: Provider, settings: ModelSettings | None = None) -> bool:
-    """Whether an API key for ``provider`` is available (its value is never returned)."""
-    return _api_key(provider, settings or get_settings().models) is not None
-
-
-def _key_hint(provider: Provider) -> str:
-    if not provider.key_env:
-        return ""
-    return f"{' or '.join(provider.key_env)}, or models.api_keys.{provider.name} in omnilab.toml"
+    """Whether an API key for ``provider``'s own host is available (its value is never
+    returned)."""
+    return api_key(provider, None, settings or get_settings().models) is not None
 
 
 def _create_adapter(name: ModelName, settings: ModelSettings) -> ProviderAdapter:
     provider = _provider(name)
-    key = _api_key(provider, settings)
-    # A key is required only by the provider's own service: a base URL of one's own (a vLLM or
-    # SGLang server) gets a placeholder key, and a 401 from it says that a key is needed.
-    own_service = name.base_url is None or (
-        name.base_url.rstrip("/") == (provider.base_url or "").rstrip("/")
-    )
-    if key is None and provider.key_required and own_service:
-        raise ModelConfigError(str(name), "needs an API key", advice=f"set {_key_hint(provider)}")
+    # The provider's own key goes only to its own host; another base URL gets the key the user
+    # configured for that URL, else none (a placeholder), and a 401 from it says how to attach one.
+    key = api_key(provider, name.base_url, settings)
+    hint = key_hint(provider, name.base_url)
+    if key is None and provider.key_required and own_host(provider, name.base_url):
+        raise ModelConfigError(str(name), "needs an API key", advice=f"set {hint}")
     spec = AdapterSpec(
         name=str(name),
         provider=provider.name,
@@ -270,7 +254,7 @@ def _create_adapter(name: ModelName, settings: ModelSettings) -> ProviderAdapter
             provider.name, name.model, provider.capabilities, settings.capabilities
         ),
         settings=settings,
-        key_hint=_key_hint(provider),
+        key_hint=hint,
     )
     module_name, _, attr = provider.factory.partition(":")
     try:

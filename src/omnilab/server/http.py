@@ -14,16 +14,20 @@
 
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
 trajectory; the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
-are refused (413) and their partial files removed; referenced paths outside the media root are
-refused (400). A client that disconnects from a stream cancels its run, which still records its
-end. With a token, every request but ``/v1/health`` needs ``Authorization: Bearer TOKEN``.
-The server binds to 127.0.0.1 unless told otherwise (``omnilab serve --host``).
+(together, per request) are refused (413) and their partial files removed; referenced paths
+outside the media root are refused (400). A client that disconnects from a stream cancels its
+run, which still records its end.
+
+Safe by default (see ``docs/mcp.md``): every request passes :class:`~omnilab.server.guard.Guard`
+(Host and Origin checks, body size, and the bearer token on every path but ``/v1/health``); what a
+client may choose (model, agent options, turns) is the operator's :class:`ClientPolicy`; at most
+``max_concurrent_runs`` runs go at once, and a request past that gets 429. The server binds to
+127.0.0.1 unless told otherwise (``omnilab serve --host``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import re
 import shutil
@@ -32,14 +36,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
 from omnilab.api import AskResult, ask_async, new_run_dir
+from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
+from omnilab.server.guard import Guard
+from omnilab.server.policy import ClientPolicy
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
 
-__all__ = ["create_app"]
+__all__ = ["ClientPolicy", "create_app"]
 
 _CHUNK = 1 << 20
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
@@ -55,46 +62,51 @@ def _result_json(run_id: str, result: AskResult) -> dict[str, Any]:
     }
 
 
-async def _save_upload(upload: UploadFile, folder: Path, limit: int) -> Path:
-    name = _SAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
-    target = folder / name
-    stem, suffix, n = target.stem, target.suffix, 1
-    while target.exists():  # two uploads with one name keep both
-        target, n = folder / f"{stem}_{n}{suffix}", n + 1
+async def _save_uploads(uploads: list[UploadFile], folder: Path, limit: int) -> list[Path]:
+    """Write ``uploads`` into ``folder``; 413 once they pass ``limit`` bytes together."""
+    saved: list[Path] = []
     size = 0
-    with target.open("wb") as out:
-        while chunk := await upload.read(_CHUNK):
-            size += len(chunk)
-            if size > limit:
-                out.close()
-                target.unlink(missing_ok=True)
-                raise HTTPException(413, f"{upload.filename}: larger than {limit >> 20} MiB")
-            out.write(chunk)
-    return target
+    for upload in uploads:
+        name = _SAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
+        target = folder / name
+        stem, suffix, n = target.stem, target.suffix, 1
+        while target.exists():  # two uploads with one name keep both
+            target, n = folder / f"{stem}_{n}{suffix}", n + 1
+        with target.open("wb") as out:
+            while chunk := await upload.read(_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise HTTPException(
+                        413, f"{upload.filename}: uploads larger than {limit >> 20} MiB"
+                    )
+                out.write(chunk)
+        saved.append(target)
+    return saved
 
 
 def create_app(
     *,
     runs_dir: Path,
-    model: str | None = None,
-    token: str | None = None,
+    token: str | None,
+    policy: ClientPolicy | None = None,
     media_root: Path | None = None,
     max_upload_mb: int = 512,
-) -> FastAPI:
-    """The HTTP API (see the module docstring); ``model`` is the default agent model."""
+    max_concurrent_runs: int = 4,
+    hosts: tuple[str, ...] = (),
+) -> Guard:
+    """The HTTP API (see the module docstring) behind its :class:`Guard`.
+
+    ``token`` is required on every path but ``/v1/health``; ``None`` turns that off and must be
+    the operator's explicit choice. ``policy`` is what clients may choose (default: only the
+    configured model, the agents' allow-listed options, 50 turns). ``hosts`` are names the
+    ``Host`` header may carry besides loopback's.
+    """
+    policy = policy or ClientPolicy()
     runs_dir = runs_dir.expanduser().resolve()
     root = media_root.expanduser().resolve() if media_root is not None else None
     limit = max_upload_mb << 20
     app = FastAPI(title="omnilab", docs_url=None, redoc_url=None)
-
-    def authorised(request: Request) -> None:
-        if token is None:
-            return
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            raise HTTPException(401, "missing or wrong bearer token")
-
-    guard = [Depends(authorised)]
+    running = 0  # runs in flight; one event loop, so a plain counter is enough
     building = threading.Lock()  # one report build at a time; a second request waits for it
 
     @app.exception_handler(OmnilabError)
@@ -118,7 +130,7 @@ def create_app(
             out.append(path)
         return out
 
-    @app.post("/v1/ask", dependencies=guard)
+    @app.post("/v1/ask")
     async def ask(
         question: Annotated[str, Form()],
         files: Annotated[list[UploadFile] | None, File()] = None,
@@ -129,20 +141,37 @@ def create_app(
         max_turns: Annotated[int | None, Form(ge=1)] = None,
         stream: Annotated[bool, Form()] = False,
     ) -> Any:
+        nonlocal running
         try:
             options = json.loads(agent_options) if agent_options else None
         except ValueError as e:
             raise HTTPException(400, f"agent_options is not JSON: {e}") from None
         if options is not None and not isinstance(options, dict):
             raise HTTPException(400, "agent_options must be a JSON object")
+        # The operator's choices first: nothing is written for a request that breaks them.
+        chosen_model = policy.model_for(model_name)
+        options = policy.options_for(agent, options)
+        turns = policy.turns_for(max_turns, get_settings().agents.max_turns)
         referenced = _referenced(paths or [])
-        folder = new_run_dir(runs_dir)
-        uploads = folder / "inputs"
-        uploads.mkdir()
+        if running >= max_concurrent_runs:
+            raise HTTPException(
+                429,
+                f"this server runs at most {max_concurrent_runs} agents at once "
+                "(--max-concurrent-runs); try again when one has ended",
+                headers={"Retry-After": "5"},
+            )
+        running += 1
         try:
-            saved = [await _save_upload(f, uploads, limit) for f in files or []]
-        except HTTPException:
-            shutil.rmtree(folder, ignore_errors=True)
+            folder = new_run_dir(runs_dir)
+            uploads = folder / "inputs"
+            uploads.mkdir()
+            try:
+                saved = await _save_uploads(files or [], uploads, limit)
+            except HTTPException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+        except BaseException:
+            running -= 1
             raise
         inputs = [*saved, *referenced]
         queue: asyncio.Queue[Event] = asyncio.Queue()
@@ -152,20 +181,29 @@ def create_app(
                 return await ask_async(
                     inputs,
                     question,
-                    model=model_name or model,
+                    model=chosen_model,
                     agent=agent,
                     agent_options=options,
-                    max_turns=max_turns,
+                    max_turns=turns,
                     run_dir=folder,
                     on_event=queue.put_nowait,
                 )
             finally:
                 shutil.rmtree(folder / "workspace", ignore_errors=True)
 
+        def release(_: object = None) -> None:
+            nonlocal running
+            running -= 1
+
         if not stream:
-            result = await run()
+            try:
+                result = await run()
+            finally:
+                release()
             return _result_json(folder.name, result)
+        # Released when the task ends, however it ends (even cancelled before it started).
         task = asyncio.create_task(run())
+        task.add_done_callback(release)
 
         async def events() -> AsyncIterator[str]:
             try:
@@ -199,14 +237,14 @@ def create_app(
             raise HTTPException(404, f"no run {run_id}")
         return folder
 
-    @app.get("/v1/runs", dependencies=guard)
+    @app.get("/v1/runs")
     async def runs() -> list[dict[str, Any]]:
         if not runs_dir.is_dir():
             return []
         found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
         return [{"run": name} for name in found]
 
-    @app.get("/v1/runs/{run_id}", dependencies=guard)
+    @app.get("/v1/runs/{run_id}")
     async def run_info(run_id: str) -> dict[str, Any]:
         traj = read_trajectory(_run_folder(run_id) / "trajectory.jsonl")
         return {
@@ -218,18 +256,18 @@ def create_app(
             "report": f"/v1/runs/{run_id}/report/",
         }
 
-    @app.get("/v1/runs/{run_id}/trajectory", dependencies=guard)
+    @app.get("/v1/runs/{run_id}/trajectory")
     async def trajectory(run_id: str) -> FileResponse:
         path = _run_folder(run_id) / "trajectory.jsonl"
         return FileResponse(path, media_type="application/jsonl")
 
-    @app.get("/v1/runs/{run_id}/report", dependencies=guard)
+    @app.get("/v1/runs/{run_id}/report")
     async def report_root(run_id: str) -> RedirectResponse:
         _run_folder(run_id)
         # The page links its stylesheet and media relative to its folder.
         return RedirectResponse(f"/v1/runs/{run_id}/report/", status_code=307)
 
-    @app.get("/v1/runs/{run_id}/report/{name:path}", dependencies=guard)
+    @app.get("/v1/runs/{run_id}/report/{name:path}")
     async def report(run_id: str, name: str) -> FileResponse:
         folder = _run_folder(run_id)
         out = folder / _REPORT
@@ -241,7 +279,7 @@ def create_app(
             raise HTTPException(404, f"no report file {name}")
         return FileResponse(path)
 
-    return app
+    return Guard(app, token=token, hosts=hosts, max_upload=limit)
 
 
 _REPORT = "report"

@@ -1,0 +1,115 @@
+"""What a client of ``omnilab serve`` may choose: the operator decides, the client picks within.
+
+- **Models**: the server's ``--model`` and the names or patterns given with ``--allow-model``.
+  A pattern (``vllm:*``, shell-style) never admits a ``scripted:`` or ``local:`` name (those are
+  file paths on the server) nor a name with its own ``@base_url`` unless the pattern has one too;
+  only an exact name the operator wrote admits those.
+- **Agent options**: per agent, an allow-list of harmless options (how it reasons, how many
+  turns); never sandbox settings (isolation, network, timeouts), tool lists, paths, URLs, search
+  providers or generation settings. Agents of plugins take no options from clients.
+- **Turns**: ``max_turns`` (and an agent's own step or round count) at most ``--max-turns``.
+
+Each refusal is a :class:`ClientChoiceError`: one line naming what was refused and what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from omnilab.errors import OmnilabError
+
+__all__ = ["AGENT_OPTIONS", "ClientChoiceError", "ClientPolicy"]
+
+AGENT_OPTIONS: Mapping[str, frozenset[str]] = {
+    "tir": frozenset({"mode", "variant", "on_empty", "on_bad_call", "max_observation_chars"}),
+    "coder": frozenset({"max_reminders", "max_observation_chars"}),
+    "deepsearch": frozenset({"budget_scope", "top_k", "audio", "images", "keyframes"}),
+    "master": frozenset({"max_rounds", "perception", "format_retries"}),
+    "ota": frozenset(
+        {
+            "max_steps",
+            "min_steps",
+            "dynamic_steps",
+            "step_rounding",
+            "confidence_threshold",
+            "strict_confidence",
+        }
+    ),
+}
+"""Options a client may set, by agent. Everything else (``isolation``, ``network``,
+``command_timeout``, ``skills``, ``index_dir``, ``search``, ``generate``, ...) is the operator's."""
+
+_TURN_OPTIONS = {"ota": "max_steps", "master": "max_rounds"}
+"""Agent options that count turns: held to the same cap as ``max_turns``."""
+
+_SERVER_SIDE = ("scripted", "local")
+_GLOB = frozenset("*?[")
+
+
+class ClientChoiceError(OmnilabError):
+    """A client asked for something the server's operator did not allow (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class ClientPolicy:
+    """The operator's choices for one server."""
+
+    model: str | None = None
+    """The default model (``--model``); ``None``: the configured default."""
+    allow_models: tuple[str, ...] = ()
+    """More names or shell-style patterns a client may ask for (``--allow-model``)."""
+    max_turns: int = 50
+    """The most turns a client may ask for (``--max-turns``)."""
+
+    def model_for(self, asked: str | None) -> str | None:
+        """The model to run: the default, or ``asked`` if the operator allowed it."""
+        asked = (asked or "").strip()
+        if not asked or asked == self.model or asked in self.allow_models:
+            return asked or self.model
+        provider, _, rest = asked.partition(":")
+        if provider not in _SERVER_SIDE:
+            for pattern in self.allow_models:
+                if not _GLOB & set(pattern):
+                    continue
+                if "@" in rest and "@" not in pattern:
+                    continue
+                if fnmatchcase(asked, pattern):
+                    return asked
+        allowed = [self.model or "the server's default model", *self.allow_models]
+        raise ClientChoiceError(
+            f"model {asked!r} is not allowed on this server; allowed: {', '.join(allowed)} "
+            "(the operator adds more with --allow-model)"
+        )
+
+    def options_for(self, agent: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``options`` if each is on ``agent``'s allow-list and within the turn cap."""
+        given = dict(options or {})
+        allowed = AGENT_OPTIONS.get(agent, frozenset())
+        for name in given:
+            if name not in allowed:
+                which = ", ".join(sorted(allowed)) or "none"
+                raise ClientChoiceError(
+                    f"agent option {name!r} cannot be set by a client of this server "
+                    f"({agent} takes: {which}); the operator sets it in omnilab.toml"
+                )
+        turns = _TURN_OPTIONS.get(agent)
+        value = given.get(turns) if turns else None
+        if isinstance(value, int) and value > self.max_turns:
+            raise ClientChoiceError(
+                f"agent option {turns!r} = {value} is over this server's cap of "
+                f"{self.max_turns} turns (--max-turns)"
+            )
+        return given
+
+    def turns_for(self, asked: int | None, default: int) -> int:
+        """The run's turn budget: ``asked`` (at most the cap), else ``default`` held to it."""
+        if asked is None:
+            return min(default, self.max_turns)
+        if asked > self.max_turns:
+            raise ClientChoiceError(
+                f"max_turns {asked} is over this server's cap of {self.max_turns} (--max-turns)"
+            )
+        return asked

@@ -1,0 +1,198 @@
+"""``omnilab serve`` is safe by default: each of issue 33's reproductions, tried against a live
+server on 127.0.0.1 as an attacker would, is refused with one line, and nothing runs.
+
+1. no token: 401 on every route but /v1/health (``test_http.py``), and a cross-origin form POST
+   is refused before the token is even looked at;
+2. a client-chosen model URL: refused, and the server's OpenAI key never reaches the listener,
+   not even when the operator allowed that URL;
+3. client-chosen sandbox settings (and any option off the agent's allow-list): 400 naming it;
+4. ``scripted:``/``local:`` file paths from a client: refused, the file never read;
+5. unknown Host (DNS rebinding), foreign Origin (CSRF), and runs past --max-concurrent-runs (429).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from test_http import AUTH, TOKEN, client, script, serving
+
+from omnilab.models.fake_server import FakeOpenAIServer
+from omnilab.server.http import ClientPolicy
+
+SECRET = "sk-servers-own-openai-key-0123456789"
+
+
+def no_runs(runs: Path) -> bool:
+    return not runs.exists() or not any(runs.iterdir())
+
+
+def detail(reply: httpx.Response) -> str:
+    text: str = reply.json()["detail"]
+    assert "\n" not in text and "Traceback" not in text
+    return text
+
+
+def test_2_a_client_chosen_model_url_never_gets_the_servers_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    with FakeOpenAIServer() as evil:
+        asked = f"openai:gpt-4o@{evil.base_url}"
+        policy = ClientPolicy(model=model, allow_models=("openai:*", "vllm:qwen*"))
+        with serving(runs, policy=policy) as url, client(url) as http:
+            for name in (
+                asked,
+                "openai:gpt-4o@http://127.0.0.1:1/v1",
+                "vllm:qwen@" + evil.base_url,
+            ):
+                reply = http.post("/v1/ask", data={"question": "hi", "model": name})
+                assert reply.status_code == 400, reply.text
+                text = detail(reply)
+                assert "is not allowed on this server" in text and "openai:*" in text
+                assert "--allow-model" in text
+            assert evil.chat_requests == [] and no_runs(runs)
+        # The operator allowed that URL by name: the run goes there, but with no key.
+        policy = ClientPolicy(model=model, allow_models=(asked,))
+        with serving(runs, policy=policy) as url, client(url) as http:
+            reply = http.post("/v1/ask", data={"question": "hi", "model": asked, "max_turns": 1})
+            assert reply.status_code == 200, reply.text
+        assert evil.chat_requests, "the allowed model was called"
+        headers = [dict(r.headers) for r in evil.chat_requests]
+        assert all(h["authorization"] == "Bearer EMPTY" for h in headers)
+        assert SECRET not in json.dumps(headers)
+
+
+@pytest.mark.parametrize(
+    ("agent", "options", "named"),
+    [
+        ("coder", {"isolation": "process", "network": True}, "isolation"),
+        ("coder", {"network": True}, "network"),
+        ("coder", {"command_timeout": 99999}, "command_timeout"),
+        ("coder", {"skills": "/etc"}, "skills"),
+        ("tir", {"mode": "native", "generate": {"extra_body": {"x": 1}}}, "generate"),
+        ("deepsearch", {"index_dir": "/"}, "index_dir"),
+        ("deepsearch", {"search": "serper"}, "search"),
+        ("no-such-plugin", {"anything": 1}, "anything"),
+    ],
+)
+def test_3_a_client_cannot_choose_the_sandbox_or_other_unsafe_options(
+    tmp_path: Path, agent: str, options: dict[str, object], named: str
+) -> None:
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ran</answer>"])
+    with serving(runs, model) as url, client(url) as http:
+        reply = http.post(
+            "/v1/ask",
+            data={"question": "q", "agent": agent, "agent_options": json.dumps(options)},
+        )
+    assert reply.status_code == 400, reply.text
+    text = detail(reply)
+    assert f"agent option '{named}' cannot be set by a client" in text
+    assert "ran" not in text and no_runs(runs)
+
+
+def test_3_harmless_options_pass_and_turns_are_capped(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>fine</answer>"])
+    policy = ClientPolicy(model=model, max_turns=5)
+    with serving(runs, policy=policy) as url, client(url) as http:
+        ok = http.post(
+            "/v1/ask",
+            data={"question": "q", "agent_options": '{"mode": "native"}', "max_turns": 5},
+        )
+        assert ok.status_code == 200 and ok.json()["answer"] == "fine", ok.text
+        over = http.post("/v1/ask", data={"question": "q", "max_turns": 6})
+        assert over.status_code == 400 and "over this server's cap of 5" in detail(over)
+        steps = http.post(
+            "/v1/ask",
+            data={"question": "q", "agent": "ota", "agent_options": '{"max_steps": 50}'},
+        )
+        assert steps.status_code == 400 and "'max_steps' = 50" in detail(steps)
+    assert len(list(runs.iterdir())) == 1  # only the allowed request ran
+
+
+def test_4_scripted_or_local_file_paths_from_a_client_are_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "root-only.json"
+    secret.write_text(json.dumps(["<answer>TOP SECRET CONTENTS</answer>"]))
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    # Even an operator's catch-all pattern does not admit server-side file paths.
+    policy = ClientPolicy(model=model, allow_models=("*", "scripted:*", "local:*"))
+    with serving(runs, policy=policy) as url, client(url) as http:
+        for name in (f"scripted:{secret}", f"local:{tmp_path}/model.gguf", "local:smollm2"):
+            reply = http.post("/v1/ask", data={"question": "q", "model": name})
+            assert reply.status_code == 400, reply.text
+            assert "is not allowed" in detail(reply) and "TOP SECRET" not in reply.text
+    assert no_runs(runs)
+
+
+def test_5_unknown_hosts_and_foreign_origins_are_refused(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    form = {"question": "q"}
+    with serving(runs, model, hosts=("omni.lan",)) as url:
+        port = url.rsplit(":", 1)[1]
+        # DNS rebinding: a page on attacker.example whose name now resolves to 127.0.0.1.
+        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.nip.io:{port}"):
+            for path in ("/v1/health", "/v1/runs"):
+                reply = httpx.get(f"{url}{path}", headers={**AUTH, "Host": host})
+                assert reply.status_code == 403 and "unknown Host" in detail(reply)
+        for host in (f"localhost:{port}", f"omni.lan:{port}", f"[::1]:{port}"):
+            assert httpx.get(f"{url}/v1/runs", headers={**AUTH, "Host": host}).status_code == 200
+        # CSRF: a browser's request from another origin, another port of this host included.
+        for headers in (
+            {"Origin": "http://attacker.example"},
+            {"Origin": "http://127.0.0.1:1"},
+            {"Origin": f"https://127.0.0.1:{port}"},
+            {"Origin": "null"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+        ):
+            for auth in ({}, AUTH):  # refused whether or not the page knows the token
+                reply = httpx.post(f"{url}/v1/ask", data=form, headers={**auth, **headers})
+                assert reply.status_code == 403, headers
+                assert "cross-origin request refused" in detail(reply)
+        assert no_runs(runs)
+        own = {**AUTH, "Origin": url, "Sec-Fetch-Site": "same-origin"}
+        assert httpx.post(f"{url}/v1/ask", data=form, headers=own, timeout=60).status_code == 200
+
+
+def test_5_runs_past_the_limit_get_429_until_one_ends(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    slow = script(tmp_path, [{"timeout": True, "seconds": 60}])
+    quick = script(tmp_path, ["<answer>done</answer>"])
+    policy = ClientPolicy(model=slow, allow_models=(quick,))
+    slow_ask = {"question": "slow?", "stream": "true"}
+    with serving(runs, policy=policy, max_concurrent_runs=2) as url, client(url) as http:
+        with (
+            http.stream("POST", "/v1/ask", data=slow_ask),
+            http.stream("POST", "/v1/ask", data=slow_ask),
+        ):
+            for _ in range(3):
+                busy = http.post("/v1/ask", data={"question": "q", "model": quick})
+                assert busy.status_code == 429, busy.text
+                assert "at most 2 agents at once" in detail(busy)
+                assert busy.headers["retry-after"] == "5"
+            assert len(list(runs.iterdir())) == 2
+        # Both clients left: their runs are cancelled and the slots come back.
+        deadline = time.monotonic() + 20
+        while True:
+            reply = http.post("/v1/ask", data={"question": "q", "model": quick})
+            if reply.status_code != 429 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert reply.status_code == 200 and reply.json()["answer"] == "done", reply.text
+
+
+def test_the_token_is_compared_whole_and_health_needs_none(tmp_path: Path) -> None:
+    with serving(tmp_path / "runs") as url:
+        assert httpx.get(f"{url}/v1/health").json() == {"status": "ok"}
+        for wrong in (TOKEN[:-1], TOKEN + "0", TOKEN.upper(), TOKEN[:1]):
+            headers = {"Authorization": f"Bearer {wrong}"}
+            assert httpx.get(f"{url}/v1/runs", headers=headers).status_code == 401
