@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import shutil
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from omnilab.bench.results import write_results
 from omnilab.bench.run_dir import RunDir
 from omnilab.report.serve import serve_runs
 
 
-def get(url: str) -> str:
+def get(url: str, *, host: str | None = None) -> str:
     # No proxy: a proxy set in the environment must not see loopback requests.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=30) as reply:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
+    with opener.open(request, timeout=30) as reply:
         text: str = reply.read().decode("utf-8")
         return text
 
@@ -49,6 +53,13 @@ def test_serve_lists_runs_and_refreshes_a_run_in_progress(run_a: Path, tmp_path:
         assert get(url + "live/index.html").count("<tr data-state=") == 9
         assert "read_video" in get(url + "live/tasks/task-0001.html")
         assert "setupFilterable" in get(url + "live/assets/report.js")
+        port = url.split(":")[2].rstrip("/")
+        assert "read_video" in get(url + "live/tasks/task-0001.html", host=f"localhost:{port}")
+        # DNS rebinding: a page on another domain that now resolves to 127.0.0.1.
+        for host in (f"attacker.example:{port}", "attacker.example"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                get(url + "live/tasks/task-0001.html", host=host)
+            assert refused.value.code == 403
     finally:
         started["server"].shutdown()
         thread.join(30)

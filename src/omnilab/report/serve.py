@@ -2,8 +2,10 @@
 
 Each run's report is built into a temporary folder when first asked for, and built again when
 its ``results.jsonl`` has changed since (a run still in progress: reload the page to see the
-tasks finished since). The root page lists the runs. Only loopback is bound; files are served
-from the report folder only (the standard handler refuses paths that leave it).
+tasks finished since). The root page lists the runs. Only loopback is bound, and a request whose
+``Host`` is not a loopback name is refused (403), so a web page whose domain was made to resolve
+to 127.0.0.1 (DNS rebinding) cannot read the reports; files are served from the report folder
+only (the standard handler refuses paths that leave it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from omnilab._hosts import LOOPBACK, host_name
 from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import RunDir
 from omnilab.report.build import write_run_report
@@ -63,6 +66,9 @@ class _Handler(SimpleHTTPRequestHandler):
     server_reports: ReportServer
 
     def do_GET(self) -> None:
+        if host_name(self.headers.get("Host", "")) not in LOOPBACK:
+            self.send_error(403, "unknown Host: this report server answers only to loopback names")
+            return
         path = unquote(urlsplit(self.path).path).lstrip("/")
         first = path.split("/", 1)[0]
         if path in ("", "index.html"):

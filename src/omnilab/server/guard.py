@@ -24,26 +24,19 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-__all__ = ["COOKIE", "LOOPBACK", "Guard", "host_name"]
+from omnilab._hosts import LOOPBACK, host_name
+
+__all__ = ["COOKIE", "Guard"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 COOKIE = "omnilab_token"
 _OPEN = frozenset({"/v1/health"})
 _SITES = frozenset({"same-origin", "none"})
 _FORM_SLACK = 1 << 20  # the question and other form fields besides the uploads
-
-
-def host_name(value: str) -> str:
-    """The host of a ``Host`` header or URL authority, without its port, lower-case."""
-    value = value.strip().lower()
-    if value.startswith("["):  # [::1]:8360
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 class Guard:
