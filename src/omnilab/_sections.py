@@ -86,7 +86,8 @@ class PerceptionSettings(_Section):
     """Model name sent to the transcription endpoint."""
 
     openai_api_key: SecretStr | None = None
-    """Key for the transcription endpoint; falls back to ``$OPENAI_API_KEY``."""
+    """Key for the transcription endpoint; falls back to ``$OPENAI_API_KEY`` only when the
+    endpoint is OpenAI's own (that key goes nowhere else)."""
 
     openai_timeout: float = Field(default=120.0, gt=0)
     """Seconds to wait for one transcription request."""

@@ -191,7 +191,8 @@ def test_openai_verbose_json(
     speech_wav: Path, server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OMNILAB_PERCEPTION__OPENAI_BASE_URL", server.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OMNILAB_PERCEPTION__OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-users-openai-key")  # not for this endpoint
     server.replies.append(
         (
             200,
@@ -235,10 +236,21 @@ def test_openai_rejected_key(
     speech_wav: Path, server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OMNILAB_PERCEPTION__OPENAI_BASE_URL", server.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    monkeypatch.setenv("OMNILAB_PERCEPTION__OPENAI_API_KEY", "sk-wrong")
     server.replies.append((401, {"error": "bad key"}))
     with pytest.raises(PerceptionError, match=r"rejected the API key \(HTTP 401\)"):
         transcribe(speech_wav, backend="openai")
+
+
+def test_openai_key_of_the_environment_stays_with_openai(
+    speech_wav: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNILAB_PERCEPTION__OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-users-openai-key")
+    server.replies.append((401, {"error": "who are you"}))
+    with pytest.raises(PerceptionError, match=r"needs an API key \(HTTP 401\); set perception"):
+        transcribe(speech_wav, backend="openai")
+    assert server.requests[0]["auth"] is None
 
 
 def test_openai_needs_a_key_for_openai_itself(

@@ -21,12 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from omnilab.config import get_settings
+from omnilab.models.keys import url_origin
 from omnilab.perception.errors import BackendUnavailableError, PerceptionError
 from omnilab.perception.types import Segment, Word
 
 __all__ = ["OpenAITranscriber", "wav_bytes"]
 
-_OPENAI_HOST = "api.openai.com"
+_OPENAI = url_origin("https://api.openai.com/v1")
 
 
 def wav_bytes(samples: NDArray[np.float32], sample_rate: int) -> bytes:
@@ -66,8 +67,12 @@ class OpenAITranscriber:
         self.model = s.openai_model
         self.timeout = s.openai_timeout
         key = s.openai_api_key.get_secret_value() if s.openai_api_key else None
-        self._key = key or os.environ.get("OPENAI_API_KEY") or None
-        if self._key is None and _OPENAI_HOST in self.url:
+        openai_itself = url_origin(self.url) == _OPENAI
+        # $OPENAI_API_KEY goes only to OpenAI itself; another endpoint gets the key configured
+        # with it (perception.openai_api_key), else none (docs/models.md).
+        env_key = os.environ.get("OPENAI_API_KEY") if openai_itself else None
+        self._key = key or env_key or None
+        if self._key is None and openai_itself:
             raise BackendUnavailableError(
                 "ASR backend 'openai' needs an API key: set OPENAI_API_KEY (or "
                 "perception.openai_api_key), or point perception.openai_base_url at your own server"
@@ -107,6 +112,11 @@ class OpenAITranscriber:
             detail = e.read()[:300].decode("utf-8", "replace").replace("\n", " ")
             if e.code in (400, 422) and "response_format" in str(fields):
                 raise _RejectedError from e
+            if e.code in (401, 403) and self._key is None:
+                raise PerceptionError(
+                    f"transcription endpoint {self.url} needs an API key (HTTP {e.code}); set "
+                    "perception.openai_api_key (OPENAI_API_KEY goes only to api.openai.com)"
+                ) from e
             if e.code in (401, 403):
                 raise PerceptionError(
                     f"transcription endpoint {self.url} rejected the API key (HTTP {e.code}); "
