@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2 as httpx
@@ -22,6 +23,7 @@ from test_http import AUTH, TOKEN, client, script, serving
 
 from omnilab.models.fake_server import FakeOpenAIServer
 from omnilab.server.http import ClientPolicy
+from omnilab.server.policy import ClientChoiceError
 
 SECRET = "sk-servers-own-openai-key-0123456789"
 
@@ -78,7 +80,6 @@ def test_2_a_client_chosen_model_url_never_gets_the_servers_key(
         ("tir", {"mode": "native", "generate": {"extra_body": {"x": 1}}}, "generate"),
         ("deepsearch", {"index_dir": "/"}, "index_dir"),
         ("deepsearch", {"search": "serper"}, "search"),
-        ("no-such-plugin", {"anything": 1}, "anything"),
     ],
 )
 def test_3_a_client_cannot_choose_the_sandbox_or_other_unsafe_options(
@@ -95,6 +96,22 @@ def test_3_a_client_cannot_choose_the_sandbox_or_other_unsafe_options(
     text = detail(reply)
     assert f"agent option '{named}' cannot be set by a client" in text
     assert "ran" not in text and no_runs(runs)
+
+
+def test_an_unknown_agent_or_a_body_without_length_writes_nothing(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    with serving(runs, script(tmp_path, ["<answer>x</answer>"])) as url, client(url) as http:
+        reply = http.post("/v1/ask", data={"question": "q", "agent": "no-such-agent"})
+        assert reply.status_code == 400 and "unknown agent 'no-such-agent'" in detail(reply)
+        assert "tir" in detail(reply)
+
+        def chunks() -> Iterator[bytes]:
+            yield b"--b\r\nContent-Disposition: form-data; name=question\r\n\r\nq\r\n--b--\r\n"
+
+        headers = {"Content-Type": "multipart/form-data; boundary=b"}
+        reply = http.post("/v1/ask", content=chunks(), headers=headers)
+        assert reply.status_code == 411 and "Content-Length" in detail(reply)
+    assert no_runs(runs)
 
 
 def test_3_harmless_options_pass_and_turns_are_capped(tmp_path: Path) -> None:
@@ -196,3 +213,20 @@ def test_the_token_is_compared_whole_and_health_needs_none(tmp_path: Path) -> No
         for wrong in (TOKEN[:-1], TOKEN + "0", TOKEN.upper(), TOKEN[:1]):
             headers = {"Authorization": f"Bearer {wrong}"}
             assert httpx.get(f"{url}/v1/runs", headers=headers).status_code == 401
+
+
+def test_the_policy_rules_on_their_own() -> None:
+    policy = ClientPolicy(
+        model="vllm:a", allow_models=("vllm:qwen*", "openai:gpt-4o@http://gpu:8/v1")
+    )
+    assert policy.model_for(None) == "vllm:a" and policy.model_for(" ") == "vllm:a"
+    assert policy.model_for("vllm:qwen-7b") == "vllm:qwen-7b"
+    assert policy.model_for("openai:gpt-4o@http://gpu:8/v1") == "openai:gpt-4o@http://gpu:8/v1"
+    for refused in ("vllm:qwen@http://evil:1/v1", "openai:gpt-4o@http://gpu:9/v1", "vllm:b"):
+        with pytest.raises(ClientChoiceError, match="allowed: vllm:a, vllm:qwen\\*"):
+            policy.model_for(refused)
+    # An agent of a plugin takes no options from clients.
+    with pytest.raises(ClientChoiceError, match=r"'depth' cannot be set.*takes: none"):
+        policy.options_for("my-plugin-agent", {"depth": 3})
+    assert policy.options_for("my-plugin-agent", None) == {}
+    assert ClientPolicy(max_turns=7).turns_for(None, 50) == 7

@@ -9,7 +9,7 @@ In this order, each refusal one line of JSON (``{"detail": ...}``):
    ``Sec-Fetch-Site`` other than ``same-origin``/``none`` is refused, so a page on another origin
    (another port of localhost included) can neither post a form nor ``fetch`` from here.
 3. **Size** (413): a body whose ``Content-Length`` is over the uploads' limit (plus 1 MiB for
-   the other fields) is refused before a byte of it is read.
+   the other fields) is refused before a byte of it is read; a POST without a length, 411.
 4. **Token** (401): every path but ``/v1/health`` needs ``Authorization: Bearer TOKEN``,
    compared in constant time, or the cookie a browser gets by opening a page once with
    ``?token=TOKEN`` (HttpOnly, SameSite=Strict, so other sites' requests do not carry it).
@@ -36,6 +36,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 COOKIE = "omnilab_token"
 _OPEN = frozenset({"/v1/health"})
 _SITES = frozenset({"same-origin", "none"})
+_BODIES = frozenset({"POST", "PUT", "PATCH"})
 _FORM_SLACK = 1 << 20  # the question and other form fields besides the uploads
 
 
@@ -111,7 +112,11 @@ class Guard:
         site = headers.get("sec-fetch-site")
         if site is not None and site not in _SITES:
             return 403, f"cross-origin request refused: Sec-Fetch-Site {site}", []
-        length = headers.get("content-length", "0")
+        length = headers.get("content-length")
+        if length is None and scope.get("method") in _BODIES:
+            # A body without a length would be spooled to disk before the uploads' limit is seen.
+            return 411, "send the request body with a Content-Length (curl -F and browsers do)", []
+        length = length or "0"
         if not length.isdigit() or int(length) > self.max_body:
             return (
                 413,

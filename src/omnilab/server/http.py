@@ -39,6 +39,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
+from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
@@ -149,6 +150,8 @@ def create_app(
         if options is not None and not isinstance(options, dict):
             raise HTTPException(400, "agent_options must be a JSON object")
         # The operator's choices first: nothing is written for a request that breaks them.
+        if agent not in AGENTS:
+            raise HTTPException(400, f"unknown agent {agent!r}; agents: {', '.join(agent_names())}")
         chosen_model = policy.model_for(model_name)
         options = policy.options_for(agent, options)
         turns = policy.turns_for(max_turns, get_settings().agents.max_turns)
