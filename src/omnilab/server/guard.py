@@ -61,8 +61,8 @@ class Guard:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
-        if scope["type"] != "http":  # the API has no websockets
-            await _refuse(send, 403, "only HTTP requests are served here")
+        if scope["type"] != "http":  # the API has no websockets: close any at once
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         problem = self._check(scope, headers)
