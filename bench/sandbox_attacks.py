@@ -709,7 +709,7 @@ def _looks(ctx: Ctx, paths: list[Path], **kw: object) -> Verdict:
         os.chdir(here)
     saw = []
     for line in out.splitlines():
-        what, path, *rest = line.split("\t") + [""]
+        what, path, *rest = [*line.split("\t"), ""]
         if what == "read" or [name for name in rest if name and name not in on_the_way]:
             saw.append(f"{what} {path}: {' '.join(rest)[:60]}")
     return not saw, "; ".join(saw)[:240] or f"saw nothing ({how})"

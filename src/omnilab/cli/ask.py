@@ -99,7 +99,9 @@ class LiveView:
                 self._print(f"  [green]← {escape(event.name)}[/] {seconds}{extra}: {escape(text)}")
         elif isinstance(event, AnswerEvent):
             title = "answer (forced final)" if event.forced else "answer"
-            body = escape(inert(event.answer)) if event.answer is not None else "[red](no answer)[/]"
+            body = (
+                escape(inert(event.answer)) if event.answer is not None else "[red](no answer)[/]"
+            )
             self.console.print(Panel(body, title=title, expand=False), highlight=False)
         elif isinstance(event, ErrorEvent):
             self._print(f"[red]{escape(event.error_kind)}:[/] {escape(event.message)}")

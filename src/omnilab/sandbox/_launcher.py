@@ -223,7 +223,7 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
     root = plan["base"]
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=755,size={plan['root_bytes']}")
     for path, target in plan.get("links", []):
-        os.symlink(target, root + path)
+        Path(root + path).symlink_to(target)
     # (depth, order, path, what): a mask comes before a bind of the same depth, so a needed
     # folder that is also a private one stays shown.
     items: list[tuple[int, int, str, Any]] = [(_depth(p), 1, p, rw) for p, rw in binds]

@@ -9,6 +9,7 @@ at the ``namespaces`` level, so both levels show sandboxed code the same machine
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -27,6 +28,7 @@ __all__ = [
     "MountPlan",
     "closed_ancestor",
     "mount_plan",
+    "package_import_path",
     "wrapper_argv",
 ]
 
@@ -179,6 +181,16 @@ def _package_folder() -> str:
     return os.path.realpath(Path(omnilab.__file__).parent)
 
 
+def package_import_path() -> str | None:
+    """The folder to put on the sandboxed Python's path so that it imports this very omnilab,
+    when the interpreter's own paths would not (``PYTHONPATH=src`` in development, or an
+    editable install of another checkout): in the sandbox it holds only the package."""
+    package = _package_folder()
+    if _under(package, _python_paths()):
+        return None
+    return str(Path(package).parent)
+
+
 def _harness_folders(workspace: str) -> list[str]:
     """Folders of the harness that sandboxed code must never see, wherever they are (masked
     when they lie under a shown folder): its working directory, its script's folder (resolved
@@ -212,12 +224,12 @@ def _user_folders() -> list[Path]:
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
         if os.environ.get(name):
             found.append(Path(os.environ[name]))
-    try:
-        from omnilab.config import get_settings
+    from omnilab.config import get_settings
+    from omnilab.errors import OmnilabError
 
+    # A bad setting is reported where it is used, not here.
+    with contextlib.suppress(OmnilabError):
         found.append(get_settings().cache_dir)
-    except Exception:  # noqa: BLE001 - a bad setting is reported where it is used, not here
-        pass
     return found
 
 
@@ -243,8 +255,8 @@ def _system() -> tuple[list[str], list[tuple[str, str]]]:
     """The shown system folders that exist here, and those that are top-level links."""
     folders, links = [], []
     for path in SHOWN_SYSTEM_DIRS:
-        if os.path.islink(path):
-            target = os.readlink(path)
+        if Path(path).is_symlink():
+            target = str(Path(path).readlink())
             if _under(os.path.realpath(path), list(SHOWN_SYSTEM_DIRS)):
                 links.append((path, target))
         elif _real_dir(path):

@@ -104,7 +104,9 @@ class PythonSession(Session):
     def _reply(self) -> dict[str, object] | None:
         assert self._proc is not None
         if self._replies in self._proc.overflowed:
-            return {"error": f"the interpreter sent more than {_REPLY_MAX} bytes of replies; killed it"}
+            return {
+                "error": f"the interpreter sent more than {_REPLY_MAX} bytes of replies; killed it"
+            }
         data = self._proc.extra.get(self._replies, bytearray())
         if len(data) < 4:
             return None
