@@ -312,7 +312,9 @@ class SandboxProcess:
 
     def _read(self, fd: int) -> int:
         """Reads one chunk: its size, 0 at end of stream (then closed), -1 if nothing waits."""
-        kind = self._open[fd]
+        kind = self._open.get(fd)
+        if kind is None:
+            return 0  # closed meanwhile (a kill while pumping pumps too): end of that stream
         size = _CHUNK
         if kind == "extra":
             size = max(1, min(_CHUNK, self._extra_cap[fd] - len(self.extra[fd]) + 1))
