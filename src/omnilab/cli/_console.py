@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, JustifyMethod, OverflowMethod
-from rich.highlighter import Highlighter
 from rich.style import Style
 from rich.text import Text
 
@@ -29,7 +29,7 @@ class InertConsole(Console):
         emoji: bool | None = None,
         markup: bool | None = None,
         highlight: bool | None = None,
-        highlighter: Highlighter | None = None,
+        highlighter: Callable[[str | Text], Text] | None = None,
     ) -> Text:
         return super().render_str(
             inert(text),
