@@ -220,3 +220,21 @@ def test_a_control_pipe_holds_at_most_its_cap(
         assert len(proc.extra[r_end]) <= 10_000 and sum(read) <= 10_001
     finally:
         proc.close()
+
+
+def test_the_catalogue_has_part_b_at_every_level() -> None:
+    names = list(attacks.ATTACKS)
+    block = names[names.index("read the script folder through a symlinked argv[0]") :]
+    assert block == [
+        "read the script folder through a symlinked argv[0]",
+        "read a PYTHONPATH entry",
+        "read the source checkout from another cwd",
+        "read results, labels and media of an eval --out run",
+        "read other users' runs under serve --runs-dir",
+        "read caches and config folders",
+        "escape sequences reach the terminal",
+        "flood the shell's completion descriptor",
+    ]
+    # The process level hides no folder: the visibility attacks are promised at the strong levels.
+    assert all(attacks.PROMISED[name] == attacks.STRONG for name in block[:6])
+    assert all(attacks.PROMISED[name] == attacks.ALL for name in block[6:])
