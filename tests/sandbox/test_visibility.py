@@ -171,6 +171,23 @@ def test_doctor_lists_the_visible_host_paths(level: IsolationLevel) -> None:
     assert "nothing is hidden" in process[0]
 
 
+def test_omnilab_doctor_prints_the_visible_host_paths() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+    from omnilab.sandbox import isolation_report
+
+    report = isolation_report()
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["visible"] == report.visible
+    text = CliRunner().invoke(app, ["doctor"]).output
+    assert f"host paths sandboxed code sees ({report.level.value}):" in text
+    assert all(f"  - {line}" in text for line in report.visible)
+
+
 # -- bounded pipes --------------------------------------------------------------------------------
 
 
