@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox import IsolationLevel, PythonSession, SandboxError, _cgroup, _uids, run
-from omnilab.sandbox._plan import _package_folder, mount_plan
+from omnilab.sandbox._plan import SHOWN_SYSTEM_DIRS, _package_folder, mount_plan
 from omnilab.sandbox._safefs import chown_tree, place_file
 from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._wsfs import prepare_workspace
@@ -139,14 +139,18 @@ def test_mount_plan_binds_back_only_the_interpreter(tmp_path: Path) -> None:
             os.chdir(cwd)
     finally:
         sys.path[:] = old
-    bound = [path for path, _ in plan.binds]
+    bound = dict(plan.binds)
+    assert bound.pop(str(ws.resolve())) is True  # the workspace, writable
     assert str(project) not in bound and str(project / "src") not in bound
-    hidden = plan.masks + plan.scratch
-    assert any(str(project) == m or str(project).startswith(m + "/") for m in hidden)
-    assert any(str(ws.parent) == m or str(ws.parent).startswith(m + "/") for m in hidden)
-    # Besides the workspace: the interpreter's prefixes, and omnilab's own package folder only.
+    # An allow-list: system folders, the interpreter's prefixes and omnilab's package only,
+    # read-only; nothing of the machine holds the project or the run folder.
+    assert set(plan.system) <= set(SHOWN_SYSTEM_DIRS)
     allowed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)} | {_package_folder()}
-    assert all(any(b == p or b.startswith(p + "/") for p in allowed) for b in bound[1:])
+    assert all(any(b == p or b.startswith(p + "/") for p in allowed) for b in bound)
+    assert not any(rw for rw in bound.values())
+    shown = [*plan.system, *bound]
+    for private in (project, ws.parent, tmp_path / "runs"):
+        assert not any(str(private) == p or str(private).startswith(p + "/") for p in shown)
 
 
 def test_omnilab_itself_runs_inside_but_its_checkout_stays_hidden(

@@ -17,10 +17,12 @@ from rich.panel import Panel
 from rich.rule import Rule
 
 from omnilab.api import AskResult, ask_async
+from omnilab.cli._console import inert_console
 from omnilab.cli._pairs import parse_pairs
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
 from omnilab.models.events import ModelCallEvent
+from omnilab.terminal import inert
 from omnilab.trajectory import (
     AnswerEvent,
     ErrorEvent,
@@ -58,7 +60,8 @@ class LiveView:
         self._messages = 0
 
     def _print(self, markup: str) -> None:
-        self.console.print(markup, highlight=False, soft_wrap=True)
+        # Model and tool text is escaped for markup already; make its control characters inert.
+        self.console.print(inert(markup), highlight=False, soft_wrap=True)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStart):
@@ -96,7 +99,9 @@ class LiveView:
                 self._print(f"  [green]← {escape(event.name)}[/] {seconds}{extra}: {escape(text)}")
         elif isinstance(event, AnswerEvent):
             title = "answer (forced final)" if event.forced else "answer"
-            body = escape(event.answer) if event.answer is not None else "[red](no answer)[/]"
+            body = (
+                escape(inert(event.answer)) if event.answer is not None else "[red](no answer)[/]"
+            )
             self.console.print(Panel(body, title=title, expand=False), highlight=False)
         elif isinstance(event, ErrorEvent):
             self._print(f"[red]{escape(event.error_kind)}:[/] {escape(event.message)}")
@@ -290,7 +295,7 @@ def ask(
     roles = parse_pairs(role, "--role", parse_json=False)
     tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
     InputSet.from_paths(files)  # a missing or unreadable file is reported before anything runs
-    console = None if json_out else Console(highlight=False)
+    console = None if json_out else inert_console(highlight=False)
     if console is not None:
         console.print(Rule(escape(question)))
         limits = (max_turns, max_tokens, max_seconds)

@@ -45,6 +45,9 @@ def doctor(
         style = "red" if how.startswith("MISSING") else ""
         table.add_row(name, escape(how), style=style)
     console.print(table)
+    console.print(f"[bold]host paths sandboxed code sees ({report.level.value}):[/]")
+    for item in report.visible:
+        console.print(f"  - {escape(item)}", soft_wrap=True)  # paths whole, to copy
     console.print("[bold]blocked:[/]")
     for item in report.blocked:
         console.print(f"  - {escape(item)}")

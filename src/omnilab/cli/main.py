@@ -139,9 +139,10 @@ def _root(
 
 
 def _error_console(**options: Any) -> Any:
-    from rich.console import Console
+    # Error messages may quote model or tool text: never let its escape sequences through.
+    from omnilab.cli._console import inert_console
 
-    return Console(stderr=True, **options)
+    return inert_console(stderr=True, **options)
 
 
 def main() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from omnilab.cli._console import inert_console
 from omnilab.errors import OmnilabError
 from omnilab.trajectory import EventAdapter, read_trajectory, render_text
 
@@ -70,5 +70,5 @@ def trace(
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     # Model text may contain [brackets]: never read it as rich markup.
-    console = Console(highlight=False, emoji=False, soft_wrap=True)
+    console = inert_console(highlight=False, emoji=False, soft_wrap=True)
     console.print(render_text(traj, width=width or max(console.width, 40)), markup=False)

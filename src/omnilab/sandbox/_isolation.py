@@ -16,11 +16,18 @@ from pydantic import BaseModel, Field
 
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox._cgroup import cgroup_status
+from omnilab.sandbox._plan import mount_plan
 from omnilab.sandbox._seccomp import filter_program
 from omnilab.sandbox._spawn import Launch, SandboxProcess
 from omnilab.sandbox._types import IsolationLevel, SandboxError
 
-__all__ = ["IsolationReport", "isolation_level", "isolation_report", "resolve_level"]
+__all__ = [
+    "IsolationReport",
+    "isolation_level",
+    "isolation_report",
+    "resolve_level",
+    "visible_paths",
+]
 
 log = logging.getLogger("omnilab.sandbox")
 
@@ -60,6 +67,10 @@ class IsolationReport(BaseModel):
     seccomp: bool = False
     """A seccomp filter (no new namespaces, ptrace, bpf, io_uring, keyrings, mounts...) is
     loaded for sandboxed programs (x86_64 and aarch64)."""
+
+    visible: list[str] = Field(default_factory=list)
+    """Every host path sandboxed code sees at this level, with how (read-only, read-write,
+    private); at the ``process`` level, what cannot be hidden."""
 
     def summary(self) -> str:
         """One paragraph for logs and the CLI."""
@@ -149,7 +160,9 @@ def _describe(
                 "reading and writing every file the harness's user can",
             ]
         not_blocked += [
-            "reading world-readable files outside the workspace (project files, configs)",
+            "reading world-readable files anywhere on the machine (the harness's checkout, "
+            "PYTHONPATH entries, run folders with results and trajectories, dataset files with "
+            "their labels, media, caches, configs): nothing is hidden, only permissions apply",
             "writing world-writable places outside the workspace (/tmp, /dev/shm)",
             "network access",
         ]
@@ -158,14 +171,16 @@ def _describe(
         "network (own network namespace: no way out, not even to the host's loopback), "
         "unless a task allows it",
         "writing outside the workspace (read-only root; /tmp is private)",
-        "reading homes, /run and /mnt, the harness's working directory, script and config "
-        "folders, and other workspaces (hidden behind empty tmpfs)",
+        "seeing any of the machine's files but the system folders, the Python install and "
+        "omnilab's package (read-only) and its workspace: an empty root holds only those, so "
+        "homes, caches, the harness's folders, checkouts, PYTHONPATH entries, run folders, "
+        "datasets, media and other workspaces do not exist inside",
         "device files other than null, zero, full, random, urandom, tty and terminals "
         "(minimal /dev)",
         "seeing or signalling other processes (own pid namespace)",
         "leftover processes (the pid namespace dies with the program)",
     ]
-    not_blocked.append("reading world-readable system files (/usr, /etc, ...)")
+    not_blocked.append("reading world-readable system files (/usr, /etc, /sys)")
     if own_uid:
         blocked.append("fork bombs (RLIMIT_NPROC for the sandbox's own uid)")
     elif "processes" in missing:
@@ -201,6 +216,7 @@ def isolation_report() -> IsolationReport:
     seccomp = filter_program() is not None
     totals, missing = _totals()
     blocked, not_blocked = _describe(level, own_uid, seccomp, missing)
+    visible = visible_paths(level, own_uid)
     report = IsolationReport(
         level=level,
         own_uid=own_uid,
@@ -210,12 +226,26 @@ def isolation_report() -> IsolationReport:
         totals=totals,
         missing_totals=missing,
         seccomp=seccomp,
+        visible=visible,
     )
     if level is IsolationLevel.PROCESS:
         log.warning("%s", report.summary())
     else:
         log.info("%s", report.summary())
     return report
+
+
+def visible_paths(level: IsolationLevel, own_uid: bool) -> list[str]:
+    """The host paths sandboxed code sees at ``level`` (the workspace named ``<workspace>``)."""
+    if level is IsolationLevel.PROCESS:
+        who = "its own uid" if own_uid else "the harness's user"
+        return [
+            f"/ (everything {who} may read: nothing is hidden at this level)",
+            "<workspace> (read-write)",
+        ]
+    workspace = str(Path(tempfile.gettempdir()) / "<workspace>")
+    lines = mount_plan(Path(workspace), as_stranger=own_uid).visible(workspace)
+    return [line.replace(workspace, "<workspace>") for line in lines]
 
 
 def isolation_level() -> IsolationLevel:

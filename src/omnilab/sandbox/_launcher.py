@@ -6,10 +6,10 @@ only and must not import omnilab. It
 
 0. joins the sandbox's cgroups (descriptors the harness opened), so that everything it starts
    counts against the sandbox's totals;
-1. (``namespaces`` level, as root of fresh mount/pid namespaces) hides the homes and the
-   temporary folders behind tmpfs, binds back the workspace (writable) and the Python install
-   (read-only), builds a minimal /dev, mounts a /proc of its own and makes every other mount
-   read-only;
+1. (``namespaces`` level, as root of fresh mount/pid namespaces) builds a new root from
+   nothing: the system folders and the Python install (read-only), the workspace (writable),
+   private temporary folders, a minimal /dev and a /proc of its own, pivots into it and makes
+   every mount but the writable ones read-only;
 2. forks the program in a new session with its rlimits, under the sandbox uid (harness is root)
    or with every capability dropped (user namespace), with no_new_privs and the seccomp filter
    the harness built (:mod:`._seccomp`), in the workspace;
@@ -71,6 +71,18 @@ _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 0x1
 _SYS_MOUNT_SETATTR = 442  # same number on every architecture listed below
 _SETATTR_ARCHES = {"x86_64", "aarch64", "arm64", "riscv64", "ppc64le", "s390x", "i686", "armv7l"}
+_MNT_DETACH = 2
+# pivot_root has no C library wrapper; its number per architecture.
+_SYS_PIVOT_ROOT = {
+    "x86_64": 155,
+    "aarch64": 41,
+    "arm64": 41,
+    "riscv64": 41,
+    "ppc64le": 203,
+    "s390x": 217,
+    "i686": 217,
+    "armv7l": 218,
+}
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
 _PR_SET_SECUREBITS = 28
@@ -177,61 +189,100 @@ def _depth(path: str) -> int:
     return path.rstrip("/").count("/")
 
 
+def _pivot_root(new_root: str) -> None:
+    """Makes ``new_root`` the root of this mount namespace and drops the old one entirely."""
+    number = _SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
+    os.chdir(new_root)
+    # pivot_root(".", ".") stacks the old root on top of the new one; unmounting it (lazily,
+    # with every mount under it) leaves only the new root.
+    libc = _libc()
+    dot = ctypes.c_char_p(b".")
+    _check(libc.syscall(ctypes.c_long(number), dot, dot), "pivot_root")
+    _check(libc.umount2(dot, _MNT_DETACH), "detach the old root")
+    os.chdir("/")
+
+
 def _setup_mounts(plan: dict[str, Any]) -> bool:
-    """Builds the sandbox's view of the file system; returns whether the root is read-only."""
+    """Builds the sandbox's view of the file system; returns whether the root is read-only.
+
+    The view is an allow-list: a fresh tmpfs becomes the root, and only what the plan names is
+    mounted into it (system folders and the Python install read-only, the workspace writable,
+    private scratch folders, a minimal /dev, an own /proc). Nothing else of the machine exists
+    in the sandbox, so nothing else can be read, listed or reached through a link.
+    """
     os.umask(0o022)
     # Nothing done here may propagate back to the harness's mount namespace.
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     binds: list[tuple[str, bool]] = [(p, bool(rw)) for p, rw in plan["binds"]]
-    # Opened before the tmpfs mounts hide them; bound from the descriptor afterwards.
+    # Opened before the new root hides them; bound from the descriptor afterwards.
     fds = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in binds}
     devices = {n: os.open(f"/dev/{n}", os.O_PATH | os.O_CLOEXEC) for n in plan.get("dev", [])}
-    tmpfs = [(p, int(size), 0o1777) for p, size in plan["scratch"]]
-    tmpfs += [(p, 1024 * 1024, 0o755) for p in plan["masks"]]
+    # The new root: a tmpfs over an existing folder of this (private) mount namespace.
+    root = plan["base"]
+    _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=755,size={plan['root_bytes']}")
+    for path, target in plan.get("links", []):
+        Path(root + path).symlink_to(target)
+    # (depth, order, path, what): a mask comes before a bind of the same depth, so a needed
+    # folder that is also a private one stays shown.
+    items: list[tuple[int, int, str, Any]] = [(_depth(p), 1, p, rw) for p, rw in binds]
+    items += [(_depth(p), 0, p, (int(size), 0o1777)) for p, size in plan["scratch"]]
+    items += [(_depth(p), 0, p, (1024 * 1024, 0o755)) for p in plan["masks"]]
     if devices:
-        tmpfs.append(("/dev", 1024 * 1024, 0o755))
-    for path, size, mode in sorted(tmpfs, key=lambda t: _depth(t[0])):
-        Path(path).mkdir(parents=True, exist_ok=True)
+        items.append((1, 0, "/dev", (1024 * 1024, 0o755)))
+    for _, order, path, what in sorted(items, key=lambda i: i[:3]):
+        target = root + path
+        if order == 1:
+            source = f"/proc/self/fd/{fds[path]}"
+            if Path(source).is_dir():
+                Path(target).mkdir(parents=True, exist_ok=True)
+            elif not Path(target).exists():
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+                Path(target).touch()
+            _mount(source, target, None, _MS_BIND | _MS_REC)
+            continue
+        size, mode = what
+        Path(target).mkdir(parents=True, exist_ok=True)
         flags = _MS_NOSUID | (0 if path == "/dev" else _MS_NODEV)
-        _mount("tmpfs", path, "tmpfs", flags, f"mode={mode:o},size={size}")
+        _mount("tmpfs", target, "tmpfs", flags, f"mode={mode:o},size={size}")
         if path == "/dev":
-            _populate_dev(devices)
-    for path, _ in sorted(binds, key=lambda b: _depth(b[0])):
-        source = f"/proc/self/fd/{fds[path]}"
-        if Path(source).is_dir():
-            Path(path).mkdir(parents=True, exist_ok=True)
-        elif not Path(path).exists():
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).touch()
-        _mount(source, path, None, _MS_BIND | _MS_REC)
+            _populate_dev(target, devices)
     for fd in fds.values():
         os.close(fd)
     if plan.get("proc"):
-        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        # Mounted before the old root goes: a user namespace may mount a proc only while a
+        # full one is visible.
+        Path(root, "proc").mkdir(exist_ok=True)
+        _mount("proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    _pivot_root(root)
     readonly = _set_readonly("/", True)
     if readonly:
-        writable = [p for p, rw in binds if rw] + [p for p, _ in plan["scratch"]]
+        # Each mount as the plan says, shallow first, each setting covering what lies under
+        # it until a deeper one says otherwise (the Python install may sit in /tmp's place).
+        wanted = [(p, rw) for p, rw in binds] + [(p, True) for p, _ in plan["scratch"]]
+        wanted += [(p, False) for p in plan["masks"]]
         if devices and Path("/dev/pts/ptmx").exists():
-            writable.append("/dev/pts")
-        for path in writable:
-            if not _set_readonly(path, False):
+            wanted.append(("/dev/pts", True))
+        for path, rw in sorted(wanted, key=lambda w: _depth(w[0])):
+            if not _set_readonly(path, not rw) and rw:
                 raise OSError(f"cannot make {path} writable again")
     return readonly
 
 
-def _populate_dev(devices: dict[str, int]) -> None:
-    """Fills the fresh /dev: the harmless nodes bound from the host's, links, a private
-    devpts (terminals) and the folder for the /dev/shm tmpfs."""
+def _populate_dev(dev: str, devices: dict[str, int]) -> None:
+    """Fills the fresh ``dev`` (the future /dev): the harmless nodes bound from the host's,
+    links, a private devpts (terminals) and the folder for the /dev/shm tmpfs."""
     for name, fd in devices.items():
-        Path("/dev", name).touch(mode=0o666)
-        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, _MS_BIND)
+        Path(dev, name).touch(mode=0o666)
+        _mount(f"/proc/self/fd/{fd}", f"{dev}/{name}", None, _MS_BIND)
         os.close(fd)
     for name, target in _DEV_LINKS.items():
-        Path("/dev", name).symlink_to(target)
-    Path("/dev/pts").mkdir()
-    Path("/dev/shm").mkdir(exist_ok=True)  # noqa: S108 - the sandbox's own, a tmpfs next
+        Path(dev, name).symlink_to(target)
+    Path(dev, "pts").mkdir()
+    Path(dev, "shm").mkdir(exist_ok=True)
     with contextlib.suppress(OSError):  # terminals are optional: programs run without one
-        _mount("devpts", "/dev/pts", "devpts", _MS_NOEXEC_NOSUID, "newinstance,ptmxmode=0666")
+        _mount("devpts", f"{dev}/pts", "devpts", _MS_NOEXEC_NOSUID, "newinstance,ptmxmode=0666")
 
 
 def _load_seccomp(program: bytes) -> None:

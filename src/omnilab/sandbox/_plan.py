@@ -1,12 +1,15 @@
 """How each isolation level is built: the wrapper command line and the file-system view.
 
-The same plan (scratch tmpfs, masked folders, bound-back paths) is realised by bubblewrap's
-options at the ``bwrap`` level and by our launcher (:mod:`._launcher`) at the ``namespaces``
-level, so both levels show sandboxed code the same machine.
+The view is an allow-list: sandboxed code starts from an empty root and sees only what is put
+there (system folders and the Python install read-only, the workspace read-write, private
+scratch folders, its own /dev and /proc), never "the machine minus some folders". The same plan
+is realised by bubblewrap's options at the ``bwrap`` level and by our launcher (:mod:`._launcher`)
+at the ``namespaces`` level, so both levels show sandboxed code the same machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -20,63 +23,118 @@ from omnilab.sandbox._types import IsolationLevel
 
 __all__ = [
     "DEV_NODES",
+    "SHOWN_SYSTEM_DIRS",
     "SYSTEM_DIRS",
     "MountPlan",
     "closed_ancestor",
     "mount_plan",
+    "package_import_path",
     "wrapper_argv",
 ]
 
 # Writable, private, vanishing: programs expect to write temporary files here.
 _SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - replaced by private tmpfs, not used
 _SCRATCH_BYTES = 256 * 1024**2
-# Hidden: homes hold keys (~/.ssh, ~/.netrc, cloud credentials); /run holds daemon sockets
-# (docker, dbus, databases) that a network namespace does not cut off.
-_MASKED = ("/root", "/home", "/run", "/var/run", "/mnt", "/media", "/srv")
+_ROOT_BYTES = 1024**2
+# The machine's folders sandboxed code sees (read-only), when they exist: programs, libraries,
+# system configuration and the kernel's view of the hardware. Nothing else of the host is put in
+# the sandbox's root: not /home, /root, /run, /mnt, /opt, /var, /srv or any folder a harness,
+# a dataset or a run lives in.
+SHOWN_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 
 
 @dataclass
 class MountPlan:
-    """What sandboxed code sees besides the read-only root."""
+    """What sandboxed code sees: an empty read-only root holding only these."""
+
+    system: list[str] = field(default_factory=list)
+    """The machine's system folders, shown read-only at their place."""
+
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """Top-level links of the machine recreated as they are (``/lib -> usr/lib``)."""
 
     scratch: list[str] = field(default_factory=list)
     """Fresh writable tmpfs (mode 1777), gone when the sandbox ends."""
 
     masks: list[str] = field(default_factory=list)
-    """Folders replaced by an empty read-only tmpfs."""
+    """Folders inside a shown folder that are replaced by an empty read-only tmpfs (the
+    harness's own folders, when they lie under a system folder)."""
 
     binds: list[tuple[str, bool]] = field(default_factory=list)
-    """Paths bound back at the same place (path, writable): the workspace and what lies under a
-    mask but is needed (the Python install)."""
+    """Paths shown at the same place (path, writable): the workspace, the Python install and
+    omnilab's package folder (where a system folder does not already show them)."""
 
-    def launcher_config(self) -> dict[str, object]:
+    def launcher_config(self, base: str = "") -> dict[str, object]:
         """The plan as the launcher's ``mounts`` config (``namespaces`` level)."""
         return {
+            "base": base or _base_folder(),
+            "root_bytes": _ROOT_BYTES,
+            "links": [[p, t] for p, t in self.links],
             "scratch": [[p, _SCRATCH_BYTES] for p in self.scratch],
             "masks": self.masks,
-            "binds": [[p, rw] for p, rw in self.binds],
+            "binds": [[p, False] for p in self.system] + [[p, rw] for p, rw in self.binds],
             "proc": True,
             "dev": DEV_NODES,
         }
 
     def bwrap_args(self) -> list[str]:
-        """The plan as bubblewrap options, in mount order."""
-        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in sorted([*self.scratch, *self.masks], key=_depth):
-            mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
-            args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
-        hidden = [*self.scratch, *self.masks]
-        made: set[str] = set()
-        for path, rw in sorted(self.binds, key=lambda b: _depth(b[0])):
-            # bubblewrap would create the folders leading to a bind point as 0700 (root's), which
-            # the sandbox uid could not pass; create them 0755 first.
+        """The plan as bubblewrap options (bubblewrap starts from an empty tmpfs root)."""
+        args = ["--dev", "/dev", "--proc", "/proc"]
+        for path, target in self.links:
+            args += ["--symlink", target, path]
+        binds = [(p, False) for p in self.system] + self.binds
+        items: list[tuple[str, int, bool]] = [(p, 1, rw) for p, rw in binds]
+        items += [(p, 0, False) for p in [*self.scratch, *self.masks]]
+        made: set[str] = {"/dev", "/proc", *self.scratch, *self.masks}
+        for path, kind, rw in sorted(items, key=lambda i: (_depth(i[0]), i[1])):
+            # bubblewrap would create the folders leading to a mount point as 0700 (root's),
+            # which the sandbox uid could not pass; create them 0755 first.
             for parent in reversed(Path(path).parents):
                 folder = str(parent)
-                if folder not in made and _under(folder, hidden) and folder not in hidden:
+                if folder != "/" and folder not in made and not self._shows_host(folder):
                     args += ["--perms", "0755", "--dir", folder]
                     made.add(folder)
-            args += ["--bind" if rw else "--ro-bind", path, path]
-        return args
+            if kind == 1:
+                args += ["--bind" if rw else "--ro-bind", path, path]
+                continue
+            mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
+            args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
+        return [*args, "--remount-ro", "/"]
+
+    def _shows_host(self, path: str) -> bool:
+        """Whether ``path`` is the machine's own folder in the sandbox (a bound folder not
+        under a mask), rather than one made in the sandbox's root or a tmpfs."""
+        shown = [*self.system, *(p for p, _ in self.binds)]
+        covering = [(_depth(p), 1) for p in shown if _under(path, [p])]
+        covering += [(_depth(p), 0) for p in [*self.masks, *self.scratch] if _under(path, [p])]
+        return bool(covering) and max(covering)[1] == 1
+
+    def visible(self, workspace: str) -> list[str]:
+        """Every host path sandboxed code can see, with how (for ``omnilab doctor``)."""
+        lines = [f"{p} (read-only, system)" for p in self.system]
+        lines += [f"{p} -> {t} (link)" for p, t in self.links]
+        for path, rw in self.binds:
+            what = "the workspace" if path == workspace else _what(path)
+            lines.append(f"{path} ({'read-write' if rw else 'read-only'}, {what})")
+        lines += [f"{p} (private empty tmpfs, writable)" for p in self.scratch]
+        lines.append(f"/dev ({', '.join(DEV_NODES)}, own terminals)")
+        lines.append("/proc (the sandbox's own processes)")
+        lines += [f"{p} (hidden: empty)" for p in self.masks]
+        return lines
+
+
+def _what(path: str) -> str:
+    if path == _package_folder():
+        return "omnilab's package"
+    if path in _python_paths():
+        return "the Python installation"
+    return "needed by the resolver" if path.startswith("/run/") else "needed"
+
+
+def _base_folder() -> str:
+    """An existing folder the launcher mounts the sandbox's new root on (in its own mount
+    namespace, so the machine's folder is untouched)."""
+    return next((p for p in ("/tmp", "/mnt", "/dev") if _real_dir(p)), "/dev")  # noqa: S108
 
 
 def _depth(path: str) -> int:
@@ -101,7 +159,7 @@ def _prefixes() -> list[str]:
 def _python_paths() -> list[str]:
     """Folders the sandboxed Python needs: its install prefixes and the import path entries
     inside them (standard library, site-packages). Entries elsewhere (the harness's working
-    directory, its script folder, source checkouts, PYTHONPATH) are never bound back."""
+    directory, its script folder, source checkouts, PYTHONPATH) are never shown."""
     prefixes = _prefixes()
     paths = set(prefixes)
     paths.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
@@ -114,28 +172,65 @@ def _python_paths() -> list[str]:
 
 @cache
 def _package_folder() -> str:
-    """omnilab's own package folder. An editable install keeps it in a source checkout, which
-    is masked like any private folder; binding back just this folder (read-only, code only:
-    not the checkout's other files) lets ``omnilab media ...`` and ``omnilab digest`` run
-    inside, as they do for a regular install."""
+    """omnilab's own package folder. An editable install (or ``PYTHONPATH=src`` in
+    development) keeps it in a source checkout, which is never shown; showing just this folder
+    (read-only, code only: not the checkout's other files) lets ``omnilab media ...`` and
+    ``omnilab digest`` run inside, as they do for a regular install."""
     import omnilab
 
     return os.path.realpath(Path(omnilab.__file__).parent)
 
 
-def _private_folders(workspace: str) -> list[str]:
-    """Folders of the harness that sandboxed code must not see: its working directory, its
-    script's folder, the folder of its configuration file, and the folder holding the
-    workspace (other tasks' workspaces)."""
-    found = [Path.cwd(), config_file().absolute().parent, Path(workspace).parent]
+def package_import_path() -> str | None:
+    """The folder to put on the sandboxed Python's path so that it imports this very omnilab,
+    when the interpreter's own paths would not (``PYTHONPATH=src`` in development, or an
+    editable install of another checkout): in the sandbox it holds only the package."""
+    package = _package_folder()
+    if _under(package, _python_paths()):
+        return None
+    return str(Path(package).parent)
+
+
+def _harness_folders(workspace: str) -> list[str]:
+    """Folders of the harness that sandboxed code must never see, wherever they are (masked
+    when they lie under a shown folder): its working directory, its script's folder (resolved
+    through links too), the folder of its configuration file, its PYTHONPATH entries, the
+    source checkout omnilab runs from, its caches and configuration folders, and the folder
+    holding the workspace (other tasks' workspaces)."""
+    found = [Path.cwd(), config_file().absolute().parent, Path(workspace).parent, Path.home()]
     if sys.argv and sys.argv[0] not in ("", "-c", "-m"):
-        found.append(Path(sys.argv[0]).absolute().parent)
-    private = []
-    for folder in (os.path.realpath(f) for f in found):
-        inside_ws = _under(folder, [workspace])
-        if folder not in SYSTEM_DIRS and not inside_ws and Path(folder).is_dir():
-            private.append(folder)
-    return private
+        script = Path(sys.argv[0]).absolute()
+        found += [script.parent, Path(os.path.realpath(script)).parent]
+    found += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    found += [Path(p) for p in sys.path if p and not _under(os.path.realpath(p), _prefixes())]
+    found += _user_folders()
+    package = Path(_package_folder())
+    if not _under(str(package), _prefixes()):
+        checkout = package.parent
+        found += [checkout, checkout.parent] if checkout.name == "src" else [checkout]
+    # One that holds the workspace or the Python install is masked all the same: those are
+    # shown again on top of the mask.
+    folders = {os.path.realpath(f) for f in found}
+    return sorted(
+        f for f in folders if f not in SYSTEM_DIRS and not _under(f, [workspace]) and _real_dir(f)
+    )
+
+
+def _user_folders() -> list[Path]:
+    """The harness user's caches and configuration (``~/.cache``, ``~/.config``, omnilab's
+    cache), named by the environment or the platform's defaults."""
+    home = Path.home()
+    found = [home / ".cache", home / ".config"]
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
+        if os.environ.get(name):
+            found.append(Path(os.environ[name]))
+    from omnilab.config import get_settings
+    from omnilab.errors import OmnilabError
+
+    # A bad setting is reported where it is used, not here.
+    with contextlib.suppress(OmnilabError):
+        found.append(get_settings().cache_dir)
+    return found
 
 
 def _real_dir(path: str) -> bool:
@@ -156,21 +251,33 @@ def closed_ancestor(path: str) -> str | None:
     return None
 
 
+def _system() -> tuple[list[str], list[tuple[str, str]]]:
+    """The shown system folders that exist here, and those that are top-level links."""
+    folders, links = [], []
+    for path in SHOWN_SYSTEM_DIRS:
+        if Path(path).is_symlink():
+            target = str(Path(path).readlink())
+            if _under(os.path.realpath(path), list(SHOWN_SYSTEM_DIRS)):
+                links.append((path, target))
+        elif _real_dir(path):
+            folders.append(path)
+    return folders, links
+
+
 def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     """The file-system view for a sandbox in ``workspace``.
 
-    ``as_stranger``: sandboxed code runs under a uid of its own, so folders it could not enter
-    (mode without o+x) on the way to a needed path are masked, and the path bound back below.
+    ``as_stranger``: sandboxed code runs under a uid of its own, so a folder it could not enter
+    (mode without o+x) inside a shown folder, on the way to a needed path, is masked and the
+    path shown again below it.
     """
     plan = MountPlan()
+    plan.system, plan.links = _system()
     plan.scratch = [p for p in _SCRATCH if _real_dir(p)]
-    masks = [p for p in _MASKED if _real_dir(p)]
-    home = os.path.realpath(Path.home())
     ws = os.path.realpath(workspace)
-    for folder in [home, *_private_folders(ws)]:
-        if folder not in SYSTEM_DIRS and Path(folder).is_dir() and not _under(folder, masks):
-            # A deeper mask under a new one is redundant; drop it.
-            masks = [m for m in masks if not _under(m, [folder])] + [folder]
+    # The harness's folders can only be seen where they lie under a shown system folder (a
+    # checkout in /usr/src, a cache under /etc): mask them there.
+    masks = [f for f in _harness_folders(ws) if _under(f, plan.system) and f not in plan.system]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
     package = _package_folder()
     if not _under(package, [p for p, _ in needed]):
@@ -182,12 +289,13 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     if as_stranger:
         for path, _ in needed:
             closed = closed_ancestor(path)
-            if closed and not _under(closed, masks + plan.scratch):
+            if closed and _under(closed, plan.system) and closed not in plan.system:
                 masks.append(closed)
-    plan.masks = masks
-    hidden = plan.masks + plan.scratch
-    # Bind back what a mask hides (and always the workspace, which must be writable).
-    plan.binds = [(p, rw) for p, rw in needed if rw or _under(p, hidden)]
+    # A deeper mask under another one is redundant.
+    plan.masks = sorted({m for m in masks if not any(_under(m, [o]) for o in masks if o != m)})
+    for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
+        if rw or not plan._shows_host(path):
+            plan.binds.append((path, rw))
     return plan
 
 

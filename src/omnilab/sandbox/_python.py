@@ -88,7 +88,8 @@ class PythonSession(Session):
             for fd in (req_w, rep_r):  # the child ends were closed by start_sandbox
                 os.close(fd)
             raise
-        proc.watch(rep_r)
+        # One whole reply at most: the next is only read after this one was taken.
+        proc.watch(rep_r, 4 + _REPLY_MAX)
         self._requests, self._replies = req_w, rep_r
         return proc
 
@@ -102,6 +103,10 @@ class PythonSession(Session):
 
     def _reply(self) -> dict[str, object] | None:
         assert self._proc is not None
+        if self._replies in self._proc.overflowed:
+            return {
+                "error": f"the interpreter sent more than {_REPLY_MAX} bytes of replies; killed it"
+            }
         data = self._proc.extra.get(self._replies, bytearray())
         if len(data) < 4:
             return None
@@ -159,7 +164,7 @@ class PythonSession(Session):
         def replied() -> bool:
             nonlocal reply
             reply = self._reply()
-            return reply is not None or self._replies not in proc.extra or proc.finished
+            return reply is not None or not proc.reading(self._replies) or proc.finished
 
         answered = proc.pump(deadline, until=replied)
         if reply is None and answered:

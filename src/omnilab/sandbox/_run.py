@@ -11,6 +11,7 @@ from pathlib import Path
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox._env import sandbox_env
 from omnilab.sandbox._isolation import resolve_level
+from omnilab.sandbox._plan import package_import_path
 from omnilab.sandbox._spawn import Launch, SandboxProcess
 from omnilab.sandbox._types import ExecResult, IsolationLevel, SandboxError
 
@@ -65,6 +66,10 @@ def start_sandbox(
         settings = get_settings().sandbox
         level = resolve_level(isolation)
         ws = Path(workspace)
+        package = package_import_path()
+        if package is not None and "PYTHONPATH" not in (env or {}):
+            # Only omnilab's package folder of that checkout is shown in the sandbox.
+            env = {"PYTHONPATH": package, **(env or {})}
         environment, refused = sandbox_env(
             ws.resolve() if ws.is_dir() else ws,
             env,

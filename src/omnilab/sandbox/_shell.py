@@ -22,6 +22,9 @@ __all__ = ["ShellSession", "bash_quote"]
 
 _SAFE = set(string.ascii_letters + string.digits + " _-+=.,:/@%^")
 _GRACE_S = 2.0
+# What the shell may write on its completion descriptor per command: one "<nonce> <status>"
+# line; code in the shell can write there too (bash keeps the descriptor open), so more ends it.
+_DONE_CAP = 4096
 _RESTARTED = "the shell was restarted: its working directory and variables are back to the start"
 
 
@@ -76,7 +79,7 @@ class ShellSession(Session):
         except BaseException:
             os.close(done_r)  # the child end was closed by start_sandbox
             raise
-        proc.watch(done_r)
+        proc.watch(done_r, _DONE_CAP)
         self._done = done_r
         return proc
 
@@ -143,6 +146,12 @@ class ShellSession(Session):
         exit_code = int(match.group(1)) if match else None
         signal_name = "SIGKILL" if not completed else None
         killed = "wall-clock timeout" if not completed else None
+        if self._done in proc.overflowed:
+            match = None
+            warnings.append(
+                f"the command wrote more than {_DONE_CAP} bytes to the shell's completion "
+                "descriptor; the shell was stopped"
+            )
         if match is None:
             # The shell exited (``exit``, ``exec``), died (its own CPU limit) or is stuck in a
             # builtin: start over, saying why when a limit ended it.

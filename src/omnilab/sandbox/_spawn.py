@@ -30,6 +30,8 @@ from omnilab.sandbox._wsfs import prepare_workspace
 __all__ = ["Launch", "Outcome", "SandboxProcess", "prepare_workspace"]
 
 _STATUS_MAX = 64 * 1024
+# The launcher sends a handful of status messages; more is a flood, not news.
+_EVENTS_MAX = 64
 _CHUNK = 64 * 1024
 _NOFILE = 1024
 _CPU_CHECK_S = 0.1
@@ -101,6 +103,9 @@ class SandboxProcess:
         self.stderr = HeadTail(launch.limits.output_bytes)
         self.events: list[dict[str, Any]] = []
         self.extra: dict[int, bytearray] = {}
+        self._extra_cap: dict[int, int] = {}
+        self.overflowed: set[int] = set()
+        """Control descriptors closed because the sandbox sent more than their cap."""
         self._status_buf = bytearray()
         # Bytes waiting to be written, per descriptor (stdin, a control pipe), and the ones to
         # close once drained.
@@ -184,12 +189,18 @@ class SandboxProcess:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def watch(self, fd: int) -> None:
+    def watch(self, fd: int, cap: int) -> None:
         """Also collects what arrives on ``fd`` (a control pipe) into ``self.extra[fd]``; the
-        process now owns ``fd`` and closes it at end of stream or in :meth:`close`."""
+        process now owns ``fd`` and closes it at end of stream or in :meth:`close`.
+
+        Sandboxed code can write to a control pipe too (a shell's saved descriptor, the
+        interpreter's reply pipe), so at most ``cap`` bytes are ever held: one more byte stops
+        reading ``fd`` for good (it is closed and listed in :attr:`overflowed`), which bounds
+        both the harness's memory and what it reads."""
         os.set_blocking(fd, False)
         self._open[fd] = "extra"
         self.extra[fd] = bytearray()
+        self._extra_cap[fd] = cap
 
     def reading(self, fd: int) -> bool:
         """Whether ``fd`` is still being read (it has not reached end of stream)."""
@@ -301,8 +312,14 @@ class SandboxProcess:
 
     def _read(self, fd: int) -> int:
         """Reads one chunk: its size, 0 at end of stream (then closed), -1 if nothing waits."""
+        kind = self._open.get(fd)
+        if kind is None:
+            return 0  # closed meanwhile (a kill while pumping pumps too): end of that stream
+        size = _CHUNK
+        if kind == "extra":
+            size = max(1, min(_CHUNK, self._extra_cap[fd] - len(self.extra[fd]) + 1))
         try:
-            data = os.read(fd, _CHUNK)
+            data = os.read(fd, size)
         except BlockingIOError:
             return -1
         except OSError:
@@ -310,13 +327,16 @@ class SandboxProcess:
         if not data:
             self._close(fd)
             return 0
-        kind = self._open[fd]
         if kind == "stdout":
             self.stdout.write(data)
         elif kind == "stderr":
             self.stderr.write(data)
         elif kind == "status":
             self._status(data)
+        elif len(self.extra[fd]) + len(data) > self._extra_cap[fd]:
+            self.overflowed.add(fd)
+            self._close(fd)
+            return 0
         else:
             self.extra[fd] += data
         return len(data)
@@ -330,7 +350,7 @@ class SandboxProcess:
             self._status_buf = bytearray(rest)
             with contextlib.suppress(ValueError):
                 message = json.loads(line)
-                if isinstance(message, dict):
+                if isinstance(message, dict) and len(self.events) < _EVENTS_MAX:
                     self.events.append(message)
 
     def _close(self, fd: int) -> None:

@@ -7,6 +7,7 @@ from typing import Any, assert_never
 
 from omnilab.content import Content, Text
 from omnilab.models.events import ModelCallEvent
+from omnilab.terminal import inert
 from omnilab.trajectory.contexts import main_context_id
 from omnilab.trajectory.events import (
     AnswerEvent,
@@ -121,7 +122,8 @@ def _end(event: RunEnd, width: int) -> str:
 def render_text(traj: Trajectory, *, width: int = 100) -> str:
     """The run step by step: thoughts, tool calls, short observations, the answer and totals.
 
-    Each line is cut to ``width`` characters. Model calls that are not turns of the agent's
+    Each line is cut to ``width`` characters; control characters (escape sequences in model
+    or program output) are shown as visible escapes (:func:`omnilab.terminal.inert`). Model calls that are not turns of the agent's
     main conversation (a perception tool's model, another context) are shown as ``side call``
     lines, with their role and context when the file records them (schema 2).
     """
@@ -172,4 +174,5 @@ def render_text(traj: Trajectory, *, width: int = 100) -> str:
     if traj.run_end is None:
         lines.append("(no end event: the run was cut off or is still running)")
     lines.extend(f"warning: {w}" for w in traj.warnings)
-    return "\n".join(lines)
+    # Model output and tool results are untrusted: no escape sequence reaches a terminal.
+    return inert("\n".join(lines))
