@@ -328,16 +328,18 @@ class AgentRun:
         forced: bool = False,
         tool_names: Collection[str] = (),
         verbatim: bool = False,
+        tagged_only: bool = False,
     ) -> Literal["answered", "no_answer"]:
         """Record the final answer of ``output`` (``<answer>`` tag, else the whole text).
 
         A reply that is itself a tool call (native, or written as text or JSON naming one of
         ``tool_names``) is no answer: status ``no_answer``, with the text kept; ``verbatim``
-        takes its text as the answer all the same (the OmniGAIA authors' loop does).
+        takes its text as the answer all the same (the OmniGAIA authors' loop does);
+        ``tagged_only`` takes only a closed ``<answer>`` span (untagged text is no answer).
         """
         text = output if isinstance(output, str) else output.text
         called = not isinstance(output, str) and bool(output.tool_calls)
-        answer, source = final_answer(text)
+        answer, source = final_answer(text, tagged_only=tagged_only)
         if not verbatim and (
             called or (source == "whole_text" and writes_a_call(text, tool_names))
         ):

@@ -7,6 +7,10 @@ exists; without one the model gets one format reminder, then the run ends as emp
 without a tool call gets a runtime reminder; a malformed call gets a format reminder. The loop
 stops on completion, the step limit, repeated replies without a tool call, or a runtime error,
 and says which (``exit`` note, ``rollout.json``).
+
+Answers are taken only from the ``<answer>`` wrapper (Appendix I.1): a run that ends without a
+tool call after its reminders, or at the step limit, answers with the last wrapper the model
+wrote in any turn, and with none when it never wrote one (its untagged text is not an answer).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ ExitReason = Literal[
     "completion", "no_answer", "step_limit", "no_tool_call", "timeout", "runtime_error"
 ]
 TOOL_NAMES = ("execute_commands", "image_read", "task_complete")
+_NEVER = 2**62
+"""A repeat count no run reaches: the repeat notice switched off."""
 
 
 class CoderOptions(BaseModel):
@@ -62,12 +68,18 @@ class CoderOptions(BaseModel):
     """The most ``wait_seconds`` a call may ask for."""
     output_bytes: int = Field(default=16000, ge=400)
     """Head plus tail kept of a command's stdout and of its stderr."""
+    merge_output: bool = False
+    """Send stderr into stdout, so ``output_bytes`` caps the one merged stream (the released
+    KIRA shell's way); by default each stream is cut on its own."""
     max_observation_chars: int | None = Field(default=None, ge=200)
     """Also cut each observation's text to this many characters (small context windows)."""
     max_edge: int = Field(default=1024, ge=32)
     """Longest edge, in pixels, of an image shown by ``image_read``."""
     max_reminders: int = Field(default=2, ge=0)
     """Replies in a row without a tool call that get a reminder before the run stops."""
+    repeat_notice: bool = True
+    """Append a notice to the third (and later) identical call's result. omnilab's addition:
+    the paper's harness has none (the ``code-x-omnigaia`` preset turns it off)."""
     skills: str | None = None
     """Skills to inject: ``starter`` (the shipped set) or a skills folder; none by default."""
     max_skills: int = Field(default=6, ge=1)
@@ -142,6 +154,7 @@ class CoderAgent:
             calls_per_turn=1,
             terminal_tools={"task_complete"},
             max_observation_chars=opts.max_observation_chars,
+            repeat_notice_at=3 if opts.repeat_notice else _NEVER,
         )
         rollout = Rollout.beside(ctx.trajectory.path, ctx.workspace)
         with contextlib.ExitStack() as stack:
@@ -160,6 +173,7 @@ class CoderAgent:
                 default_wait=opts.command_timeout,
                 max_wait=opts.max_command_timeout,
                 max_edge=opts.max_edge,
+                merge_output=opts.merge_output,
             )
             loop = _Loop(run, opts, tools_env, make_tools(tools_env), rollout)
             system = render(
@@ -226,17 +240,18 @@ class _Loop:
         reminded_answer = False
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
-                return self._exit("timeout", "budget")
+                return self._stopped("timeout")
             output = await run.call("agent", chat, tools=self.tools, config=self.options.generate)
             if output is None:
-                return self._exit("timeout", "budget")
+                return self._stopped("timeout")
             if output.text.strip():
                 self.texts.append(output.text)
             if not output.tool_calls:
                 quiet += 1
                 if quiet > self.options.max_reminders:
-                    # No-tool-call exhaustion: whatever the last reply says is the answer.
-                    status = run.answer(output, tool_names=self.by_name)
+                    # No-tool-call exhaustion: the answer is the last wrapper, if any (I.1);
+                    # the untagged reply is kept as the text, never as the answer.
+                    status = run.answer(self._last_wrapped() or output, tagged_only=True)
                     return self._exit("no_tool_call", status)
                 if looks_like_tool_call(output.text):
                     problem = "it was written as text and could not be parsed"
@@ -258,7 +273,19 @@ class _Loop:
                 return self._exit("no_answer", "no_answer")
             reminded_answer = True
             run.add(chat, Message.user(render("coder_reminder_no_answer")))
-        return self._exit("step_limit", "budget")
+        return self._stopped("step_limit")
+
+    def _last_wrapped(self) -> str | None:
+        """The latest reply of the run that holds an ``<answer>`` wrapper."""
+        return next((t for t in reversed(self.texts) if extract_answer(t) is not None), None)
+
+    def _stopped(self, reason: ExitReason) -> RunStatus:
+        """A run the step limit or the time budget stopped: an answer the model wrapped in an
+        earlier turn is its answer (the paper removes only rollouts that never emitted one)."""
+        wrapped = self._last_wrapped()
+        if wrapped is not None:
+            self.run_.answer(wrapped)
+        return self._exit(reason, "budget")
 
     def _bad_call(self, problem: str) -> str:
         return render("coder_reminder_bad_call", problem=problem, tools=", ".join(TOOL_NAMES))

@@ -34,12 +34,17 @@ __all__ = ["ShellTools", "format_exec", "make_tools", "read_workspace_image"]
 _MAX_IMAGE_BYTES = 64 * 1024**2
 
 
-def format_exec(result: ExecResult, seen: set[str] | None = None) -> str:
+def format_exec(
+    result: ExecResult, seen: set[str] | None = None, *, state_lost: bool | None = None
+) -> str:
     """The observation of one command: its output, then what the harness has to say.
 
     Sandbox warnings already in ``seen`` (said by an earlier command: the isolation level's
-    caveat comes with every result) are left out; new ones are added to it.
+    caveat comes with every result) are left out; new ones are added to it. ``state_lost``
+    overrides the result's flag (the loop says a restart once, not again when the next command
+    starts the new shell).
     """
+    lost = result.state_lost if state_lost is None else state_lost
     seen = set() if seen is None else seen
     parts: list[str] = []
     if result.stdout:
@@ -55,7 +60,7 @@ def format_exec(result: ExecResult, seen: set[str] | None = None) -> str:
             "[warning] the command ran past its time limit: it and every process it started "
             "were killed; the shell is still running"
         )
-    if result.state_lost:
+    if lost:
         notes.append(
             "[warning] the shell died and was restarted: the working directory, variables and "
             "background jobs are gone (files you wrote are still there)"
@@ -134,6 +139,12 @@ class ShellTools:
     max_edge: int
     warned: set[str] = field(default_factory=set)
     """Sandbox warnings the model has been told (each is said once)."""
+    merge_output: bool = False
+    """Run each command with stderr into stdout, so the two are one stream cut head and tail
+    as one (the KIRA shell's merged 30,000-byte cap)."""
+    death_told: bool = False
+    """The last observation said the shell died: the restart the next command brings about
+    was announced already."""
     images: list[tuple[str, bytes]] = field(default_factory=list)
     """Images read so far: (workspace path, PNG bytes) — the loop shows each to the model."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -160,9 +171,18 @@ def make_tools(env: ShellTools) -> list[Tool]:
         wait = env.default_wait if wait_seconds is None else wait_seconds
         wait = min(max(wait, 1.0), env.max_wait)
         with env.lock:
-            result = env.shell.run(keystrokes, timeout=wait)
+            before = env.shell.restarts
+            # Braces, not a subshell: cd and variables still persist.
+            line = f"{{ {keystrokes}\n}} 2>&1" if env.merge_output else keystrokes
+            result = env.shell.run(line, timeout=wait)
+            restarted = env.shell.restarts > before
+        # A shell that died during a command is restarted when the next one starts; both
+        # results carry state_lost, but the model is told once.
+        died = result.state_lost and (not restarted or any("ended" in w for w in result.warnings))
+        told = result.state_lost and (died or not env.death_told)
+        env.death_told = died
         return ToolResult(
-            content=[Text(text=format_exec(result, env.warned))],
+            content=[Text(text=format_exec(result, env.warned, state_lost=told))],
             metadata={
                 "exit_code": result.exit_code,
                 "ran": True,
