@@ -136,7 +136,44 @@ def test_dead_shell_is_restarted_with_a_warning(tmp_path: Path) -> None:
     assert killed.result.metadata["state_lost"] is True
     assert "the shell died and was restarted" in killed.result.text
     assert after.result.text.startswith("[]")  # the variable went with the old shell
+    # Said once: the next command, which starts the new shell, does not repeat it.
+    assert after.result.metadata["state_lost"] is True
+    assert "restarted" not in after.result.text
     assert run.saved.status == "answered"
+
+
+def test_the_repeat_notice_is_omnilabs_and_can_be_switched_off(tmp_path: Path) -> None:
+    notice = "with exactly these arguments"
+    steps = [cmd("echo same")] * 3 + [s.tool_call("task_complete", {}, text="<answer>x</answer>")]
+    model, _ = scripted(steps)
+    on = run_coder(tmp_path, model, [], "q", name="on")
+    assert notice in on.saved.tool_results[2].result.text
+    model, _ = scripted(steps)
+    off = run_coder(tmp_path, model, [], "q", name="off", repeat_notice=False)
+    assert all(notice not in r.result.text for r in off.saved.tool_results)
+
+
+def test_merged_output_is_cut_as_one_stream(tmp_path: Path) -> None:
+    line = "python3 -c \"import sys; print('@' * 5000); print('^' * 5000, file=sys.stderr)\""
+    steps = [
+        cmd(line),
+        cmd("cd /; echo moved"),
+        cmd("pwd"),
+        s.tool_call("task_complete", {}, text="<answer>x</answer>"),
+    ]
+    model, _ = scripted(steps)
+    split = run_coder(tmp_path, model, [], "q", name="split", output_bytes=1000)
+    text = split.saved.tool_results[0].result.text
+    assert 900 <= text.count("@") <= 1000 and 900 <= text.count("^") <= 1000
+    model, _ = scripted(steps)
+    merged = run_coder(
+        tmp_path, model, [], "q", name="merged", output_bytes=1000, merge_output=True
+    )
+    first, _, pwd, _ = merged.saved.tool_results
+    # One stream of 10,000 characters kept head and tail: 1,000 in all, @ first, ^ last.
+    assert 900 <= first.result.text.count("@") + first.result.text.count("^") <= 1000
+    assert first.result.text.index("@") < first.result.text.index("^")
+    assert pwd.result.text.startswith("/\n")  # braces, not a subshell: cd persists
 
 
 def test_reminders_for_no_tool_call_and_missing_answer(tmp_path: Path) -> None:
