@@ -92,7 +92,7 @@ def test_judge_scores_each_step_without_hindsight_and_writes_events(
 
 
 def test_a_right_answer_asks_no_error_type(tmp_path: Path, video: Path) -> None:
-    steps = _steps()[:2] + [s.tool_call("task_complete", {}, text="<answer>50</answer>")]
+    steps = [*_steps()[:2], s.tool_call("task_complete", {}, text="<answer>50</answer>")]
     model, _ = scripted(steps)
     run = run_coder(tmp_path, model, [video], "Which frame?")
     judge, adapter = scripted([s.text(step(1)) for _ in range(3)])
