@@ -315,3 +315,56 @@ def test_timeout_leaves_no_grandchildren_at_each_level(
     while processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_with(token) == []  # the command's child and grandchild are gone
+
+
+def _overflow_run(tmp_path: Path, name: str, **options: object) -> tuple[object, list[object]]:
+    from omnilab.models import get_model
+    from omnilab.models.fake_server import (
+        FakeOpenAIServer,
+        reply_error,
+        reply_text,
+        reply_tool_calls,
+    )
+
+    step = {"analysis": "a", "plan": "p", "keystrokes": "echo hi > note.txt"}
+    with FakeOpenAIServer() as server:
+        server.push(
+            reply_tool_calls(("execute_commands", step)),
+            reply_error(400, "This model's maximum context length is 8192 tokens"),
+            reply_text("Wrote note.txt with hi; the answer is hi."),
+            reply_tool_calls(("task_complete", {"answer": "<answer>hi</answer>"})),
+        )
+        model = get_model(f"vllm:test@{server.base_url}", cache=False, max_attempts=1)
+        run = run_coder(tmp_path, model, [], "What is in the note?", name=name, **options)
+        bodies = [server.body(i) for i in range(len(server.chat_requests))]
+    return run, bodies
+
+
+def test_a_context_overflow_is_summarized_and_the_step_tried_again(tmp_path: Path) -> None:
+    run, bodies = _overflow_run(tmp_path, "kira", summarize_on_overflow=True)
+    summary_request = bodies[2]["messages"]
+    assert "tools" not in bodies[2] and len(summary_request) == 1
+    text = summary_request[0]["content"]
+    assert text.startswith("You are summarizing a coding agent's progress")
+    assert "=== Original task ===" in text and "echo hi > note.txt" in text
+    retried = bodies[3]["messages"]
+    assert [m["role"] for m in retried] == ["system", "user"]
+    assert "Wrote note.txt with hi" in retried[1]["content"]
+    assert "(your earlier conversation was compressed)" in retried[1]["content"]
+    saved = run.saved  # type: ignore[attr-defined]
+    assert saved.answer == "hi" and run.exit_reason() == "completion"  # type: ignore[attr-defined]
+    assert [e.kind for e in saved.events].count("context_edit") == 1
+
+
+def test_without_the_summary_a_context_overflow_ends_the_run(tmp_path: Path) -> None:
+    import asyncio
+
+    from omnilab.bench.scoring.code_x import CodeXReward
+    from omnilab.bench.task import AnswerSet, Task
+
+    run, bodies = _overflow_run(tmp_path, "plain")
+    assert len(bodies) == 2 and run.saved.status == "error"  # type: ignore[attr-defined]
+    # The Code-X reward reads it as a context overflow without an answer: removed.
+    task = Task(id="t", dataset="test", question="q", answers=AnswerSet(label="hi"))
+    score = asyncio.run(CodeXReward().score(task, "", trajectory=run.saved))  # type: ignore[attr-defined]
+    assert score.details["exit_reason"] == "context_overflow" and score.details["removed"] == "yes"

@@ -74,21 +74,24 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     assert (options.network, options.max_reminders, options.output_bytes) == (True, 10, 30000)
     assert (options.command_timeout, options.max_command_timeout) == (1.0, 60.0)
     assert options.merge_output is True and options.repeat_notice is False
+    assert options.summarize_on_overflow is True
     assert preset.budgets.max_turns == 120 and preset.scoring_rules == REFERENCE_RULES
 
 
 def test_the_code_x_presets_gaps_are_named_or_listed_as_open() -> None:
     preset = get_protocol("code-x-omnigaia")
-    assert {g.finding for g in preset.open_gaps} == {"prompts and tool schemas", "context overflow"}
-    # reproduced: the output cap (merge_output) and the recovery of malformed Qwen3.6 calls
-    assert not {"output cap", "malformed tool calls"} & {g.finding for g in preset.gaps}
+    assert {g.finding for g in preset.open_gaps} == {"prompts and tool schemas"}
+    # reproduced: the output cap (merge_output), the recovery of malformed Qwen3.6 calls and
+    # the summary on context overflow (summarize_on_overflow)
+    reproduced = {"output cap", "malformed tool calls", "context overflow"}
+    assert not reproduced & {g.finding for g in preset.gaps}
     assert all(g.reason for g in preset.named_gaps) and len(preset.named_gaps) == 5
     assert get_protocol("agent-omni-code-x").open_gaps == []
     shown = CliRunner().invoke(app, ["protocols", "code-x-omnigaia"], env={"COLUMNS": "400"})
     assert shown.exit_code == 0
     assert "differs, with a reason web search" in shown.output
     assert "cannot run offline" in shown.output
-    assert "not reproduced yet context overflow" in shown.output
+    assert "not reproduced yet prompts and tool schemas" in shown.output
 
 
 def test_thinking_output_cap_and_command_timeout_on_the_wire(tmp_path: Path) -> None:

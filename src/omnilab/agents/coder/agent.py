@@ -8,6 +8,11 @@ without a tool call gets a runtime reminder; a malformed call gets a format remi
 stops on completion, the step limit, repeated replies without a tool call, or a runtime error,
 and says which (``exit`` note, ``rollout.json``).
 
+With ``summarize_on_overflow`` a conversation that no longer fits the model's context is
+summarized by the model (no tools) and replaced by the task plus that summary, and the step is
+tried once more, as the released KIRA harness does (``kira/summarize.py``); a second overflow
+ends the run.
+
 Answers are taken only from the ``<answer>`` wrapper (Appendix I.1): a run that ends without a
 tool call after its reminders, or at the step limit, answers with the last wrapper the model
 wrote in any turn, and with none when it never wrote one (its untagged text is not an answer).
@@ -16,6 +21,7 @@ wrote in any turn, and with none when it never wrote one (its untagged text is n
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +38,7 @@ from omnilab.agents.templates import render
 from omnilab.agents.views import accepts
 from omnilab.config import get_settings
 from omnilab.content import Content, Image, Text
+from omnilab.models.errors import ErrorKind, ModelError
 from omnilab.models.types import GenerateConfig, Message, ModelOutput
 from omnilab.sandbox import ShellSession
 from omnilab.skills import (
@@ -42,6 +49,7 @@ from omnilab.skills import (
     stage_skills,
     starter_skills,
 )
+from omnilab.textcut import cut_text
 from omnilab.tools.base import Tool
 from omnilab.trajectory import RunStatus, Trajectory
 
@@ -77,6 +85,10 @@ class CoderOptions(BaseModel):
     """Longest edge, in pixels, of an image shown by ``image_read``."""
     max_reminders: int = Field(default=2, ge=0)
     """Replies in a row without a tool call that get a reminder before the run stops."""
+    summarize_on_overflow: bool = False
+    """When the conversation no longer fits the model's context, have the model summarize it
+    and go on from the task plus the summary (the released KIRA harness's default); off, the
+    run ends with the context error."""
     repeat_notice: bool = True
     """Append a notice to the third (and later) identical call's result. omnilab's addition:
     the paper's harness has none (the ``code-x-omnigaia`` preset turns it off)."""
@@ -241,7 +253,7 @@ class _Loop:
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
                 return self._stopped("timeout")
-            output = await run.call("agent", chat, tools=self.tools, config=self.options.generate)
+            output = await self._step(chat, system, first)
             if output is None:
                 return self._stopped("timeout")
             if output.text.strip():
@@ -274,6 +286,47 @@ class _Loop:
             reminded_answer = True
             run.add(chat, Message.user(render("coder_reminder_no_answer")))
         return self._stopped("step_limit")
+
+    async def _step(self, chat: Context, system: str, first: str) -> ModelOutput | None:
+        """One agent call; on a context overflow (with ``summarize_on_overflow``) the history is
+        summarized and the call is tried once more, as the same turn."""
+        run = self.run_
+        try:
+            return await run.call("agent", chat, tools=self.tools, config=self.options.generate)
+        except ModelError as e:
+            if e.kind is not ErrorKind.CONTEXT_LENGTH or not self.options.summarize_on_overflow:
+                raise
+        summary = await self._summarize(chat, first)
+        if summary is None:
+            return None
+        handoff = render("coder_summary_handoff", task=first, summary=summary)
+        run.edit(
+            chat,
+            0,
+            len(chat.messages),
+            [Message.system(system), Message.user(handoff)],
+            reason="context overflow: the conversation was summarized (KIRA's recovery)",
+        )
+        run.note("context overflow", "the conversation was summarized; the step is tried again")
+        return await run.call(
+            "agent", chat, tools=self.tools, config=self.options.generate, turn=False
+        )
+
+    async def _summarize(self, chat: Context, task: str) -> str | None:
+        """The model's summary of the conversation so far (no tools, not a turn)."""
+        blocks = []
+        for message in chat.messages:
+            if message.role == "system":
+                continue
+            body = cut_text(message.text, 4000, head_share=0.5)
+            if message.tool_calls:
+                calls = [{"name": c.name, "args": c.arguments} for c in message.tool_calls]
+                body += ("\n" if body else "") + f"[tool_calls: {json.dumps(calls)[:4000]}]"
+            blocks.append(f"<{message.role}> {body}")
+        request = render("coder_summary_request", task=task, conversation="\n\n".join(blocks))
+        side = self.run_.context("agent", name="summary", messages=[Message.user(request)])
+        output = await self.run_.call("agent", side, turn=False)
+        return None if output is None else output.text.strip()
 
     def _last_wrapped(self) -> str | None:
         """The latest reply of the run that holds an ``<answer>`` wrapper."""
