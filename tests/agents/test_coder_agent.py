@@ -368,3 +368,36 @@ def test_without_the_summary_a_context_overflow_ends_the_run(tmp_path: Path) -> 
     task = Task(id="t", dataset="test", question="q", answers=AnswerSet(label="hi"))
     score = asyncio.run(CodeXReward().score(task, "", trajectory=run.saved))  # type: ignore[attr-defined]
     assert score.details["exit_reason"] == "context_overflow" and score.details["removed"] == "yes"
+
+
+def test_the_kira_tool_schemas_and_system_prompt(tmp_path: Path, video: Path) -> None:
+    from omnilab.agents.coder.tools import kira_schemas
+
+    frame = "ffmpeg -loglevel error -ss 1 -i inputs/video.mp4 -frames:v 1 f.png"
+    model, adapter = scripted(
+        [
+            s.tool_call(
+                "execute_commands",
+                {"analysis": "a", "plan": "p", "keystrokes": frame, "duration": 30},
+            ),
+            s.tool_call(
+                "image_read", {"file_path": "f.png", "image_read_instruction": "count the bars"}
+            ),
+            s.tool_call("task_complete", {}, text="<answer>3</answer>"),
+        ],
+        caps=VISION,
+    )
+    run = run_coder(tmp_path, model, [video], "How many bars?", tool_schema="kira")
+    messages, tools, _ = adapter.requests[0]
+    assert messages[0].text.startswith("You are an autonomous coding agent solving a benchmark")
+    assert "terminal output is capped at 30 KB" in messages[0].text
+    specs = kira_schemas()
+    assert [(t.name, t.description, t.parameters) for t in tools] == [
+        (n, specs[n]["description"], specs[n]["parameters"])
+        for n in ("execute_commands", "image_read", "task_complete")
+    ]
+    ran, looked, done = run.saved.tool_results
+    assert ran.result.error is None and ran.result.metadata["ran"] is True
+    assert looked.result.error is None and "Instruction: count the bars" in looked.result.text
+    assert done.result.error is None
+    assert run.saved.answer == "3" and run.exit_reason() == "completion"

@@ -32,7 +32,7 @@ from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
 from omnilab.agents.coder.artifacts import Rollout
 from omnilab.agents.coder.staging import stage_inputs, task_prompt
 from omnilab.agents.coder.toolbox import install_toolbox, toolbox_report
-from omnilab.agents.coder.tools import ShellTools, make_tools
+from omnilab.agents.coder.tools import ShellTools, ToolSchema, make_tools
 from omnilab.agents.session import AgentRun, Context, ToolRound
 from omnilab.agents.templates import render
 from omnilab.agents.views import accepts
@@ -85,6 +85,10 @@ class CoderOptions(BaseModel):
     """Longest edge, in pixels, of an image shown by ``image_read``."""
     max_reminders: int = Field(default=2, ge=0)
     """Replies in a row without a tool call that get a reminder before the run stops."""
+    tool_schema: ToolSchema = "omnilab"
+    """``omnilab``: omnilab's tool schemas and system prompt; ``kira``: the released KIRA
+    harness's, verbatim (``execute_commands(..., duration)``, ``image_read(file_path,
+    image_read_instruction)``, ``task_complete()``; ``coder_system_kira.txt``)."""
     summarize_on_overflow: bool = False
     """When the conversation no longer fits the model's context, have the model summarize it
     and go on from the task plus the summary (the released KIRA harness's default); off, the
@@ -187,12 +191,16 @@ class CoderAgent:
                 max_edge=opts.max_edge,
                 merge_output=opts.merge_output,
             )
-            loop = _Loop(run, opts, tools_env, make_tools(tools_env), rollout)
-            system = render(
-                "coder_system",
-                toolbox=toolbox_report().prompt_lines(),
-                skills=render_skills(chosen),
-            )
+            tools = make_tools(tools_env, schema=opts.tool_schema)
+            loop = _Loop(run, opts, tools_env, tools, rollout)
+            if opts.tool_schema == "kira":
+                system = render("coder_system_kira", skills=render_skills(chosen))
+            else:
+                system = render(
+                    "coder_system",
+                    toolbox=toolbox_report().prompt_lines(),
+                    skills=render_skills(chosen),
+                )
             first = task_prompt(task, files, network=opts.network)
             config: dict[str, Any] = {
                 "tools": list(TOOL_NAMES),
