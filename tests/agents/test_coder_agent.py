@@ -401,3 +401,26 @@ def test_the_kira_tool_schemas_and_system_prompt(tmp_path: Path, video: Path) ->
     assert looked.result.error is None and "Instruction: count the bars" in looked.result.text
     assert done.result.error is None
     assert run.saved.answer == "3" and run.exit_reason() == "completion"
+
+
+def test_the_code_x_omnigaia_presets_agent_options_run_together(tmp_path: Path) -> None:
+    from omnilab.bench.protocols import get_protocol
+
+    options = dict(get_protocol("code-x-omnigaia").agent_options)
+    big = "head -c 50000 /dev/zero | tr '\\0' x; echo done >&2"
+    steps = [
+        s.tool_call("execute_commands", {"analysis": "a", "plan": "p", "keystrokes": big}),
+        s.tool_call(
+            "execute_commands",
+            {"analysis": "a", "plan": "p", "keystrokes": "sleep 3", "duration": 1},
+        ),
+        s.tool_call("task_complete", {}, text="<answer>x</answer>"),
+    ]
+    model, adapter = scripted(steps)
+    run = run_coder(tmp_path, model, [], "q", **options)
+    long, slept, done = run.saved.tool_results
+    # one merged stream, 30,000 bytes kept head and tail (the KIRA shell's cap)
+    assert 29900 <= long.result.text.count("x") <= 30000 and "done" in long.result.text
+    assert slept.result.metadata["timed_out"] is True  # duration 1 s
+    assert done.result.error is None and run.saved.answer == "x"
+    assert adapter.requests[0][0][0].text.startswith("You are an autonomous coding agent")
