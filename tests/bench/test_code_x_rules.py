@@ -36,6 +36,7 @@ from omnilab.bench.scoring.code_x_tasks import Dimension, TaskSpec, grade
         # a heredoc fed to a shell is shell
         ("cd x && bash -s <<'E'\ncat /etc/shadow\nE", ["/etc/shadow"]),
         ("#!/usr/bin/env python3\nprint(1)", []),
+        ("echo $((1<<3))\ncat /etc/passwd", ["/etc/passwd"]),  # a shift, not a heredoc
         ("grep x data/all_final.jsonl", ["all_final.jsonl"]),
         ("echo 'unbalanced /etc/x", ["/etc/x"]),  # a lexer error falls back to words
     ],

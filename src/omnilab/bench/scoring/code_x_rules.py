@@ -123,7 +123,7 @@ _NUMBER = re.compile(r"^/[\d.]+$")
 # A quoted absolute path inside code (``open('/etc/passwd')``, ``"/root/x"``).
 _LITERAL = re.compile(r"""(['"])(/[^'"\s]*)\1""")
 # A heredoc: the command line that feeds it, its delimiter, and (after the line) its body.
-_HEREDOC = re.compile(r"^(?P<line>.*?)<<-?\s*(?P<q>['\"]?)(?P<tag>\w+)(?P=q)(?P<rest>.*)$")
+_HEREDOC = re.compile(r"^(?P<line>.*?)<<-?\s*(?P<q>['\"]?)(?P<tag>[A-Za-z_]\w*)(?P=q)(?P<rest>.*)$")
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 _OPERATORS = frozenset({"|", "||", "&", "&&", ";", "(", ")", "|&"})
 
