@@ -234,6 +234,21 @@ def test_on_exhausted_end_still_takes_an_answer_after_the_last_search(
     assert all(r[2].tool_choice != "none" for r in adapter.requests)
 
 
+def test_the_repeat_notice_is_omnilabs_and_the_preset_turns_it_off(
+    index: Path, tmp_path: Path
+) -> None:
+    notice = "with exactly these arguments"
+    steps = [search("text_search", "lighthouse")] * 3 + [text("<answer>x</answer>")]
+    model, _ = scripted(steps)
+    on = run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path / "on", index_dir=index)
+    assert notice in results(on)[2].result.text
+    model, _ = scripted(steps)
+    off = run_deepsearch(
+        model, [clip(tmp_path)], "Q?", tmp_path / "off", index_dir=index, repeat_notice=False
+    )
+    assert all(notice not in r.result.text for r in results(off))
+
+
 def test_default_budget_is_table_3() -> None:
     assert get_agent("deepsearch").limits() == {  # type: ignore[attr-defined]
         "text_search": 10,

@@ -72,6 +72,7 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     agent = get_agent("deepsearch", **preset.agent_options)
     assert agent.options.budget == (10, 3) and agent.options.budget_scope == "task"  # type: ignore[attr-defined]
     assert agent.options.on_exhausted == "end"  # type: ignore[attr-defined]
+    assert agent.options.repeat_notice is False  # type: ignore[attr-defined]
     video = AgentTask(id="v", question="q", metadata=TaskInfo(category="video/music"))
     text = AgentTask(id="t", question="q", metadata=TaskInfo(category="image/speech"))
     assert agent.task_budget(video) == 3 and agent.task_budget(text) == 10  # type: ignore[attr-defined]

@@ -59,8 +59,6 @@ ExitReason = Literal[
     "completion", "no_answer", "step_limit", "no_tool_call", "timeout", "runtime_error"
 ]
 TOOL_NAMES = ("execute_commands", "image_read", "task_complete")
-_NEVER = 2**62
-"""A repeat count no run reaches: the repeat notice switched off."""
 
 
 class CoderOptions(BaseModel):
@@ -170,7 +168,7 @@ class CoderAgent:
             calls_per_turn=1,
             terminal_tools={"task_complete"},
             max_observation_chars=opts.max_observation_chars,
-            repeat_notice_at=3 if opts.repeat_notice else _NEVER,
+            repeat_notice_at=3 if opts.repeat_notice else None,
         )
         rollout = Rollout.beside(ctx.trajectory.path, ctx.workspace)
         with contextlib.ExitStack() as stack:

@@ -88,6 +88,10 @@ class DeepSearchOptions(BaseModel):
     """Sampling settings of every call."""
     max_observation_chars: int | None = Field(default=None, ge=200)
     """Cut each tool result's text to this many characters (small context windows)."""
+    repeat_notice: bool = True
+    """Append a notice to the third (and later) identical search's result. omnilab's
+    addition: the paper's pipeline has none (the ``omni-deepsearch-paper`` preset turns it
+    off)."""
 
 
 def _options(options: dict[str, object]) -> DeepSearchOptions:
@@ -170,6 +174,7 @@ class DeepSearchAgent:
             calls_per_turn=1,
             check_call=check,
             max_observation_chars=opts.max_observation_chars,
+            repeat_notice_at=3 if opts.repeat_notice else None,
         )
 
         def notice(tool: str) -> str | None:
