@@ -181,6 +181,7 @@ def test_case_10_an_untagged_final_after_reminders_is_minus_0_2(
     value, correct, details = score(run, task_for([video]))
     # Appendix I.1: no <answer> wrapper, no answer; the exit (no tool call) is not a removal.
     assert run.saved.answer is None and run.exit_reason() == "no_tool_call"
+    assert prediction_text(run.saved) == ""  # nothing untagged reaches the benchmark scorer
     assert details["removed"] == "no" and correct is False and value == pytest.approx(-0.2)
 
 

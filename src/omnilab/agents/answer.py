@@ -28,19 +28,16 @@ def extract_answer(text: str) -> str | None:
     return spans[-1].strip() if spans else None
 
 
-def final_answer(text: str, *, tagged_only: bool = False) -> tuple[str | None, AnswerSource | None]:
+def final_answer(text: str) -> tuple[str | None, AnswerSource | None]:
     """The answer of a final message and where it came from.
 
     The last closed ``<answer>`` span if any; else the text after a last ``<answer>`` that was
     never closed (output cut by the token limit); else the whole message, stripped. An empty
-    message gives ``(None, None)``. ``tagged_only`` accepts the closed span alone (Code-X,
-    Appendix I.1: answers only from the ``<answer>`` wrapper).
+    message gives ``(None, None)``.
     """
     tagged = extract_answer(text)
     if tagged is not None:
         return tagged, "tag"
-    if tagged_only:
-        return None, None
     opens = list(_OPEN.finditer(text))
     if opens:
         rest = text[opens[-1].end() :].strip()

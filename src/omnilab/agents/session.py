@@ -80,8 +80,9 @@ class AgentRun:
     ``calls_per_turn`` caps the calls of one reply that run (the rest get ``TOO_MANY_CALLS``);
     a call of a ``terminal_tools`` tool (or a result whose metadata says ``terminal``) that
     succeeds ends the run; the same call with the same arguments a ``repeat_notice_at``-th time
-    or later gets a notice appended to its result (omnilab's addition; ``None``: never); ``check_call`` may refuse a call before it
-    runs (a scaffold's argument rule): the refusal is its result and it uses no budget.
+    or later gets a notice appended to its result (omnilab's addition; ``None``: never);
+    ``check_call`` may refuse a call before it runs (a scaffold's argument rule): the refusal is
+    its result and it uses no budget.
     """
 
     def __init__(
@@ -328,18 +329,16 @@ class AgentRun:
         forced: bool = False,
         tool_names: Collection[str] = (),
         verbatim: bool = False,
-        tagged_only: bool = False,
     ) -> Literal["answered", "no_answer"]:
         """Record the final answer of ``output`` (``<answer>`` tag, else the whole text).
 
         A reply that is itself a tool call (native, or written as text or JSON naming one of
         ``tool_names``) is no answer: status ``no_answer``, with the text kept; ``verbatim``
-        takes its text as the answer all the same (the OmniGAIA authors' loop does);
-        ``tagged_only`` takes only a closed ``<answer>`` span (untagged text is no answer).
+        takes its text as the answer all the same (the OmniGAIA authors' loop does).
         """
         text = output if isinstance(output, str) else output.text
         called = not isinstance(output, str) and bool(output.tool_calls)
-        answer, source = final_answer(text, tagged_only=tagged_only)
+        answer, source = final_answer(text)
         if not verbatim and (
             called or (source == "whole_text" and writes_a_call(text, tool_names))
         ):

@@ -268,8 +268,9 @@ class _Loop:
                 quiet += 1
                 if quiet > self.options.max_reminders:
                     # No-tool-call exhaustion: the answer is the last wrapper, if any (I.1);
-                    # the untagged reply is kept as the text, never as the answer.
-                    status = run.answer(self._last_wrapped() or output, tagged_only=True)
+                    # untagged replies stay in the conversation, never become the answer (the
+                    # paper scores such a run as empty, as it does one without the wrapper).
+                    status = run.answer(self._last_wrapped() or "")
                     return self._exit("no_tool_call", status)
                 if looks_like_tool_call(output.text):
                     problem = "it was written as text and could not be parsed"
