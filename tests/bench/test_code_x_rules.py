@@ -37,6 +37,8 @@ from omnilab.bench.scoring.code_x_tasks import Dimension, TaskSpec, grade
         ("cd x && bash -s <<'E'\ncat /etc/shadow\nE", ["/etc/shadow"]),
         ("#!/usr/bin/env python3\nprint(1)", []),
         ("echo $((1<<3))\ncat /etc/passwd", ["/etc/passwd"]),  # a shift, not a heredoc
+        ("cat a#b /etc/passwd", ["/etc/passwd"]),  # `#` inside a word is not a comment
+        ("  # cat /etc/passwd\nls", []),  # a comment line runs nothing
         ("grep x data/all_final.jsonl", ["all_final.jsonl"]),
         ("echo 'unbalanced /etc/x", ["/etc/x"]),  # a lexer error falls back to words
     ],

@@ -124,6 +124,7 @@ _NUMBER = re.compile(r"^/[\d.]+$")
 _LITERAL = re.compile(r"""(['"])(/[^'"\s]*)\1""")
 # A heredoc: the command line that feeds it, its delimiter, and (after the line) its body.
 _HEREDOC = re.compile(r"^(?P<line>.*?)<<-?\s*(?P<q>['\"]?)(?P<tag>[A-Za-z_]\w*)(?P=q)(?P<rest>.*)$")
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.MULTILINE)
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 _OPERATORS = frozenset({"|", "||", "&", "&&", ";", "(", ")", "|&"})
 
@@ -154,12 +155,16 @@ def uses_network(text: str) -> bool:
 def _words(text: str) -> list[str]:
     """Shell words of ``text``, operators split off (``cat</x`` gives ``cat``, ``<``, ``/x``);
     quoting that does not close falls back to whitespace, as the authors' grader does."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    # bash starts a comment only where a word starts: whole comment lines go, and a `#`
+    # inside a word (shlex would cut the line there) stays.
+    body = _COMMENT_LINE.sub("", text)
+    lexer = shlex.shlex(body, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
+    lexer.commenters = ""
     try:
         return list(lexer)
     except ValueError:
-        return text.split()
+        return body.split()
 
 
 def _program(line: str) -> str:
