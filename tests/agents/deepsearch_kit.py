@@ -10,6 +10,7 @@ from typing import Any
 from agentkit import Run
 
 from omnilab.agents import AgentContext, AgentTask, Budgets, get_agent
+from omnilab.agents.task_info import TaskInfo
 from omnilab.inputs import InputSet
 from omnilab.media.synth import make_audio, make_image, make_video
 from omnilab.models.model import Model
@@ -82,13 +83,20 @@ def run_deepsearch(
     *,
     budgets: Budgets | None = None,
     tools: list[str] | None = None,
+    category: str | None = None,
     **options: Any,
 ) -> Run:
-    """Run the deepsearch agent once and read its trajectory back."""
+    """Run the deepsearch agent once and read its trajectory back (``category``: the task's,
+    ``video/...`` for a video search task)."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"run{len(list(workdir.glob('run*.jsonl')))}.jsonl"
     live: list[Event] = []
-    task = AgentTask(id="t", question=question, inputs=list(InputSet.from_paths(files)))
+    task = AgentTask(
+        id="t",
+        question=question,
+        inputs=list(InputSet.from_paths(files)),
+        metadata=TaskInfo(category=category),
+    )
     with TrajectoryWriter(path) as writer:
         ctx = AgentContext(
             model=model,

@@ -136,7 +136,44 @@ def test_dead_shell_is_restarted_with_a_warning(tmp_path: Path) -> None:
     assert killed.result.metadata["state_lost"] is True
     assert "the shell died and was restarted" in killed.result.text
     assert after.result.text.startswith("[]")  # the variable went with the old shell
+    # Said once: the next command, which starts the new shell, does not repeat it.
+    assert after.result.metadata["state_lost"] is True
+    assert "restarted" not in after.result.text
     assert run.saved.status == "answered"
+
+
+def test_the_repeat_notice_is_omnilabs_and_can_be_switched_off(tmp_path: Path) -> None:
+    notice = "with exactly these arguments"
+    steps = [cmd("echo same")] * 3 + [s.tool_call("task_complete", {}, text="<answer>x</answer>")]
+    model, _ = scripted(steps)
+    on = run_coder(tmp_path, model, [], "q", name="on")
+    assert notice in on.saved.tool_results[2].result.text
+    model, _ = scripted(steps)
+    off = run_coder(tmp_path, model, [], "q", name="off", repeat_notice=False)
+    assert all(notice not in r.result.text for r in off.saved.tool_results)
+
+
+def test_merged_output_is_cut_as_one_stream(tmp_path: Path) -> None:
+    line = "python3 -c \"import sys; print('@' * 5000); print('^' * 5000, file=sys.stderr)\""
+    steps = [
+        cmd(line),
+        cmd("cd /; echo moved"),
+        cmd("pwd"),
+        s.tool_call("task_complete", {}, text="<answer>x</answer>"),
+    ]
+    model, _ = scripted(steps)
+    split = run_coder(tmp_path, model, [], "q", name="split", output_bytes=1000)
+    text = split.saved.tool_results[0].result.text
+    assert 900 <= text.count("@") <= 1000 and 900 <= text.count("^") <= 1000
+    model, _ = scripted(steps)
+    merged = run_coder(
+        tmp_path, model, [], "q", name="merged", output_bytes=1000, merge_output=True
+    )
+    first, _, pwd, _ = merged.saved.tool_results
+    # One stream of 10,000 characters kept head and tail: 1,000 in all, @ first, ^ last.
+    assert 900 <= first.result.text.count("@") + first.result.text.count("^") <= 1000
+    assert first.result.text.index("@") < first.result.text.index("^")
+    assert pwd.result.text.startswith("/\n")  # braces, not a subshell: cd persists
 
 
 def test_reminders_for_no_tool_call_and_missing_answer(tmp_path: Path) -> None:
@@ -278,3 +315,112 @@ def test_timeout_leaves_no_grandchildren_at_each_level(
     while processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_with(token) == []  # the command's child and grandchild are gone
+
+
+def _overflow_run(tmp_path: Path, name: str, **options: object) -> tuple[object, list[object]]:
+    from omnilab.models import get_model
+    from omnilab.models.fake_server import (
+        FakeOpenAIServer,
+        reply_error,
+        reply_text,
+        reply_tool_calls,
+    )
+
+    step = {"analysis": "a", "plan": "p", "keystrokes": "echo hi > note.txt"}
+    with FakeOpenAIServer() as server:
+        server.push(
+            reply_tool_calls(("execute_commands", step)),
+            reply_error(400, "This model's maximum context length is 8192 tokens"),
+            reply_text("Wrote note.txt with hi; the answer is hi."),
+            reply_tool_calls(("task_complete", {"answer": "<answer>hi</answer>"})),
+        )
+        model = get_model(f"vllm:test@{server.base_url}", cache=False, max_attempts=1)
+        run = run_coder(tmp_path, model, [], "What is in the note?", name=name, **options)
+        bodies = [server.body(i) for i in range(len(server.chat_requests))]
+    return run, bodies
+
+
+def test_a_context_overflow_is_summarized_and_the_step_tried_again(tmp_path: Path) -> None:
+    run, bodies = _overflow_run(tmp_path, "kira", summarize_on_overflow=True)
+    summary_request = bodies[2]["messages"]
+    assert "tools" not in bodies[2] and len(summary_request) == 1
+    text = summary_request[0]["content"]
+    assert text.startswith("You are summarizing a coding agent's progress")
+    assert "=== Original task ===" in text and "echo hi > note.txt" in text
+    retried = bodies[3]["messages"]
+    assert [m["role"] for m in retried] == ["system", "user"]
+    assert "Wrote note.txt with hi" in retried[1]["content"]
+    assert "(your earlier conversation was compressed)" in retried[1]["content"]
+    saved = run.saved  # type: ignore[attr-defined]
+    assert saved.answer == "hi" and run.exit_reason() == "completion"  # type: ignore[attr-defined]
+    assert [e.kind for e in saved.events].count("context_edit") == 1
+
+
+def test_without_the_summary_a_context_overflow_ends_the_run(tmp_path: Path) -> None:
+    import asyncio
+
+    from omnilab.bench.scoring.code_x import CodeXReward
+    from omnilab.bench.task import AnswerSet, Task
+
+    run, bodies = _overflow_run(tmp_path, "plain")
+    assert len(bodies) == 2 and run.saved.status == "error"  # type: ignore[attr-defined]
+    # The Code-X reward reads it as a context overflow without an answer: removed.
+    task = Task(id="t", dataset="test", question="q", answers=AnswerSet(label="hi"))
+    score = asyncio.run(CodeXReward().score(task, "", trajectory=run.saved))  # type: ignore[attr-defined]
+    assert score.details["exit_reason"] == "context_overflow" and score.details["removed"] == "yes"
+
+
+def test_the_kira_tool_schemas_and_system_prompt(tmp_path: Path, video: Path) -> None:
+    from omnilab.agents.coder.tools import kira_schemas
+
+    frame = "ffmpeg -loglevel error -ss 1 -i inputs/video.mp4 -frames:v 1 f.png"
+    model, adapter = scripted(
+        [
+            s.tool_call(
+                "execute_commands",
+                {"analysis": "a", "plan": "p", "keystrokes": frame, "duration": 30},
+            ),
+            s.tool_call(
+                "image_read", {"file_path": "f.png", "image_read_instruction": "count the bars"}
+            ),
+            s.tool_call("task_complete", {}, text="<answer>3</answer>"),
+        ],
+        caps=VISION,
+    )
+    run = run_coder(tmp_path, model, [video], "How many bars?", tool_schema="kira")
+    messages, tools, _ = adapter.requests[0]
+    assert messages[0].text.startswith("You are an autonomous coding agent solving a benchmark")
+    assert "terminal output is capped at 30 KB" in messages[0].text
+    specs = kira_schemas()
+    assert [(t.name, t.description, t.parameters) for t in tools] == [
+        (n, specs[n]["description"], specs[n]["parameters"])
+        for n in ("execute_commands", "image_read", "task_complete")
+    ]
+    ran, looked, done = run.saved.tool_results
+    assert ran.result.error is None and ran.result.metadata["ran"] is True
+    assert looked.result.error is None and "Instruction: count the bars" in looked.result.text
+    assert done.result.error is None
+    assert run.saved.answer == "3" and run.exit_reason() == "completion"
+
+
+def test_the_code_x_omnigaia_presets_agent_options_run_together(tmp_path: Path) -> None:
+    from omnilab.bench.protocols import get_protocol
+
+    options = dict(get_protocol("code-x-omnigaia").agent_options)
+    big = "head -c 50000 /dev/zero | tr '\\0' x; echo done >&2"
+    steps = [
+        s.tool_call("execute_commands", {"analysis": "a", "plan": "p", "keystrokes": big}),
+        s.tool_call(
+            "execute_commands",
+            {"analysis": "a", "plan": "p", "keystrokes": "sleep 3", "duration": 1},
+        ),
+        s.tool_call("task_complete", {}, text="<answer>x</answer>"),
+    ]
+    model, adapter = scripted(steps)
+    run = run_coder(tmp_path, model, [], "q", **options)
+    long, slept, done = run.saved.tool_results
+    # one merged stream, 30,000 bytes kept head and tail (the KIRA shell's cap)
+    assert 29900 <= long.result.text.count("x") <= 30000 and "done" in long.result.text
+    assert slept.result.metadata["timed_out"] is True  # duration 1 s
+    assert done.result.error is None and run.saved.answer == "x"
+    assert adapter.requests[0][0][0].text.startswith("You are an autonomous coding agent")

@@ -21,11 +21,14 @@ from omnilab.trajectory import EventAdapter, StepScore
 
 pytestmark = pytest.mark.slow
 
-VERDICT = (
-    'Looks at the frame, then misreads it.\n```json\n{"steps": [{"step": 1, "reward": 1, "reason": '
-    '"probe"}, {"step": 2, "reward": -1, "reason": "misread"}, {"step": 3, "reward": -1, "reason": '
-    '"depends on step 2"}], "primary_error": "Video Perception and Extraction Error"}\n```'
-)
+
+def step(reward: int, reason: str = "r") -> str:
+    return f'Judged.\n```json\n{{"reward": {reward}, "reason": "{reason}"}}\n```'
+
+
+ERROR = '```json\n{"primary_error": "Video Perception and Extraction Error"}\n```'
+VERDICT = [step(1, "probe"), step(-1, "misread"), step(-1, "depends on step 2"), ERROR]
+"""One reply per step, then the error type of the wrong answer."""
 
 
 def _steps() -> list[s.OutputStep]:
@@ -52,21 +55,31 @@ def _task(video: Path) -> Task:
     )
 
 
-def test_judge_scores_each_step_and_writes_events(tmp_path: Path, video: Path) -> None:
+def test_judge_scores_each_step_without_hindsight_and_writes_events(
+    tmp_path: Path, video: Path
+) -> None:
     model, _ = scripted(_steps())
     run = run_coder(tmp_path, model, [video], "Which frame?")
-    judge, adapter = scripted([s.text(VERDICT)])
+    judge, adapter = scripted([s.text(r) for r in VERDICT])
     score = asyncio.run(
         ProcessJudge(judge).score(_task(video), "<answer>49</answer>", trajectory=run.saved)
     )
     assert score.value == pytest.approx(-1 / 3) and score.correct is False
     assert score.details["steps"] == "+1 -1 -1"
     assert score.details["primary_error"] == "Video Perception and Extraction Error"
-    prompt = adapter.requests[0][0][0].text
-    assert "Trajectory (3 assistant steps):" in prompt and "### Step 2 (assistant)" in prompt
-    assert '-> execute_commands({"analysis": "b"' in prompt and "Reference answer: 50" in prompt
-    assert "once a step is labeled -1, dependent later assistant steps remain -1" in prompt
-    assert '"file": "inputs/video.mp4"' in prompt  # the tool output is there as evidence
+    prompts = [request[0][0].text for request in adapter.requests]
+    assert len(prompts) == 4  # one per step, then the error type
+    first, second, third, error = prompts
+    # Table 9: each step sees only what was visible up to it (no hindsight).
+    assert "Judge the last step shown, Step 1" in first and "### Step 1 (assistant)" in first
+    assert "### Step 2" not in first and '"file": "inputs/video.mp4"' not in first
+    assert "once a step is labeled -1, dependent later assistant steps remain -1" in first
+    assert '"file": "inputs/video.mp4"' in second  # step 1's output is evidence for step 2
+    assert '-> execute_commands({"analysis": "b"' in second and "### Step 3" not in second
+    assert "step 1: +1 step 2: -1" in third  # earlier rewards, for error propagation
+    for prompt in (first, second, third):
+        assert "Reference answer" not in prompt and "final answer:" not in prompt
+    assert "Reference answer: 50" in error and "The agent's final answer: 49" in error
     events = [
         EventAdapter.validate_json(line)
         for line in run.trajectory.with_suffix(".process.jsonl").read_text().splitlines()
@@ -78,16 +91,25 @@ def test_judge_scores_each_step_and_writes_events(tmp_path: Path, video: Path) -
     )  # type: ignore[union-attr]
 
 
+def test_a_right_answer_asks_no_error_type(tmp_path: Path, video: Path) -> None:
+    steps = [*_steps()[:2], s.tool_call("task_complete", {}, text="<answer>50</answer>")]
+    model, _ = scripted(steps)
+    run = run_coder(tmp_path, model, [video], "Which frame?")
+    judge, adapter = scripted([s.text(step(1)) for _ in range(3)])
+    score = asyncio.run(
+        ProcessJudge(judge).score(_task(video), "<answer>50</answer>", trajectory=run.saved)
+    )
+    assert len(adapter.requests) == 3 and score.details["primary_error"] is None
+    assert score.value == pytest.approx(1.0) and score.correct is True
+
+
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
         ("I think it is fine.", "holds no JSON object"),
-        ('```json\n{"steps": [{"step": 1, "reward": 1}]}\n```', r"scored steps \[1\], not 1..3"),
-        (
-            '```json\n{"steps": [{"step": 1, "reward": 2}, {"step": 2, "reward": 0}, {"step": 3, "reward": 0}]}\n```',
-            "not 1..3",
-        ),
-        ('```json\n{"verdict": 1}\n```', "no 'steps' list"),
+        ('```json\n{"reward": 2}\n```', "reward 2, not -1, 0 or 1"),
+        ('```json\n{"verdict": 1}\n```', "reward None"),
+        ("```json\n[1]\n```", "holds no JSON object"),
     ],
 )
 def test_bad_judge_replies_are_errors(
@@ -109,7 +131,7 @@ def test_omnilab_score_with_the_process_judge(tmp_path: Path, video: Path) -> No
     agent = tmp_path / "agent.json"
     agent.write_text(json.dumps([step.model_dump(mode="json") for step in _steps()]))
     judge = tmp_path / "judge.json"
-    judge.write_text(json.dumps([s.text(VERDICT).model_dump(mode="json")]))
+    judge.write_text(json.dumps([s.text(r).model_dump(mode="json") for r in VERDICT]))
     runner = CliRunner()
     out = tmp_path / "run"
     args = [

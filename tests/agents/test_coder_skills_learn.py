@@ -64,6 +64,17 @@ def _eval(tmp_path: Path, video: Path) -> Path:
     return out
 
 
+def test_redact_replaces_case_strings_and_question_phrases() -> None:
+    forbidden = Forbidden()
+    forbidden.add_question(QUESTION)
+    forbidden.add_strings(["fifty", "video.mp4"])
+    text = "cat INPUTS/Video.mp4; echo Fifty; # the sky turns purple over Lake Geneva today"
+    out = forbidden.redact(text)
+    assert "Fifty" not in out and "Video.mp4" not in out and "Geneva" not in out
+    assert out.startswith("cat INPUTS/[case-specific]; echo [case-specific];")
+    assert forbidden.redact("nothing to hide here") == "nothing to hide here"
+
+
 def test_filter_drops_case_specific_lines() -> None:
     forbidden = Forbidden()
     forbidden.add_question("Which river flows through the Grand Canyon in 1919 and why?")
@@ -93,6 +104,13 @@ def test_distill_learns_a_guide_from_traces(tmp_path: Path, video: Path) -> None
     (case,) = summary["cases"]
     assert case["correct"] is True and case["exit"] == "completion" and case["commands"] == 1
     assert case["program_sequence"] == ["mediaprobe", "head"]
+    # Log-driven distillation reads the raw trace: each call's command, output and outcome,
+    # with the task's own strings (here the file name) redacted.
+    probe, done = case["trace"]
+    assert probe["tool"] == "execute_commands" and probe["exit_code"] == 0
+    assert probe["command"] == "mediaprobe inputs/[case-specific] | head -n 3"
+    assert '"format"' in probe["output"] and "exit code 0" in probe["output"]
+    assert done["tool"] == "task_complete" and "Task marked complete" in done["output"]
     for secret in ("purple", "Geneva", "fifty", "video.mp4"):
         assert secret not in sent  # the writer never sees the task's facts
     dropped = [line for line, _ in outcome.dropped]

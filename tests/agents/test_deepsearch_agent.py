@@ -112,7 +112,9 @@ def test_budget_exhaustion_is_told_refused_and_recorded(index: Path, tmp_path: P
             text("<answer>Port Ardent</answer>"),
         ]
     )
-    run = run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, budget=(1, 3))
+    run = run_deepsearch(
+        model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, budget=(1, 3), budget_scope="tool"
+    )
     first, second, video = results(run)
     assert "this was your last text_search call (1 of 1 used)" in first.result.text
     assert second.result.error is not None and second.result.error.code == "TOOL_BUDGET"
@@ -154,9 +156,97 @@ def test_budgets_of_the_papers_study_are_configurable(
         "video_search": video_n,
     }
     model, _ = scripted([text("<answer>x</answer>")])
-    run = run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, budget=budget)
+    run = run_deepsearch(
+        model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, budget=budget, budget_scope="tool"
+    )
     (start,) = [e for e in run.saved.events if isinstance(e, RunStart)]
     assert start.config["tool_budgets"]["video_search"] == video_n
+
+
+def _alternating(n: int, tools: tuple[str, ...]) -> list[object]:
+    return [search(tools[i % len(tools)], f"lighthouse {i}") for i in range(n)]
+
+
+def test_a_text_task_gets_10_searches_in_total_by_default(index: Path, tmp_path: Path) -> None:
+    # Table 3's (10, 3): 10 searches over all tools for a text task, not 10 per tool.
+    steps = _alternating(12, ("text_search", "image_search_by_text_query"))
+    model, adapter = scripted([*steps[:10], text("<answer>Port Ardent</answer>")])
+    run = run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index)
+    ran = [r for r in results(run) if r.result.error is None]
+    assert len(ran) == 10 and len(adapter.requests) == 11
+    (budget,) = notes(run, "search budget")
+    assert budget.data["shared"] == 10 and sum(budget.data["used"].values()) == 10
+    # then the final call (omnilab's default on exhaustion): tools off, the answer is kept
+    assert adapter.requests[-1][2].tool_choice == "none"
+    assert run.saved.answer == "Port Ardent"
+
+
+def test_a_video_task_gets_3_searches_in_total(index: Path, tmp_path: Path) -> None:
+    steps = _alternating(3, ("video_search", "text_search", "image_search_by_text_query"))
+    model, adapter = scripted([*steps, text("<answer>Cape Lumen</answer>")])
+    run = run_deepsearch(
+        model, [clip(tmp_path)], "Q?", tmp_path, index_dir=index, category="video/ambient"
+    )
+    assert len([r for r in results(run) if r.result.error is None]) == 3
+    assert "this task allows" not in results(run)[-1].result.text
+    assert "(3 of 3 used)" in results(run)[-1].result.text  # the last search says so
+    assert adapter.requests[-1][2].tool_choice == "none" and run.saved.answer == "Cape Lumen"
+
+
+def test_on_exhausted_end_ends_the_run_without_an_answer(index: Path, tmp_path: Path) -> None:
+    steps = _alternating(4, ("video_search", "text_search"))
+    model, adapter = scripted(steps)
+    run = run_deepsearch(
+        model,
+        [clip(tmp_path)],
+        "Q?",
+        tmp_path,
+        index_dir=index,
+        category="video/ambient",
+        on_exhausted="end",
+    )
+    done = results(run)
+    assert len(done) == 4 and done[-1].result.error is not None
+    assert done[-1].result.error.code == "TOOL_BUDGET"
+    # no forced final answer: 4 calls, each with tools on; the run ends as a budget exhaustion
+    assert len(adapter.requests) == 4
+    assert all(r[2].tool_choice != "none" for r in adapter.requests)
+    assert run.saved.answer is None and run.saved.status == "budget"
+    (end,) = notes(run, "exit")
+    assert "past the budget" in end.text
+
+
+def test_on_exhausted_end_still_takes_an_answer_after_the_last_search(
+    index: Path, tmp_path: Path
+) -> None:
+    steps = _alternating(3, ("video_search",))
+    model, adapter = scripted([*steps, text("<answer>Cape Lumen</answer>")])
+    run = run_deepsearch(
+        model,
+        [clip(tmp_path)],
+        "Q?",
+        tmp_path,
+        index_dir=index,
+        category="video/ambient",
+        on_exhausted="end",
+    )
+    assert run.saved.answer == "Cape Lumen" and not run.saved.final.forced  # type: ignore[union-attr]
+    assert all(r[2].tool_choice != "none" for r in adapter.requests)
+
+
+def test_the_repeat_notice_is_omnilabs_and_the_preset_turns_it_off(
+    index: Path, tmp_path: Path
+) -> None:
+    notice = "with exactly these arguments"
+    steps = [search("text_search", "lighthouse")] * 3 + [text("<answer>x</answer>")]
+    model, _ = scripted(steps)
+    on = run_deepsearch(model, [clip(tmp_path)], "Q?", tmp_path / "on", index_dir=index)
+    assert notice in results(on)[2].result.text
+    model, _ = scripted(steps)
+    off = run_deepsearch(
+        model, [clip(tmp_path)], "Q?", tmp_path / "off", index_dir=index, repeat_notice=False
+    )
+    assert all(notice not in r.result.text for r in results(off))
 
 
 def test_default_budget_is_table_3() -> None:

@@ -102,7 +102,8 @@ def test_eval_runs_end_to_end_with_three_judges(sample: Path, tmp_path: Path) ->
     out = tmp_path / "run"
     args = [
         "eval", "omni-deepsearch", "--data", str(sample / "tasks.jsonl"), "--agent", "deepsearch",
-        "-O", f"index_dir={sample / 'index'}", "-O", "budget=[1, 3]", "--model", model,
+        "-O", f"index_dir={sample / 'index'}", "-O", "budget=[1, 3]", "-O", "budget_scope=tool",
+        "--model", model,
         "--judge", judges[0], "--judge", judges[1], "--judge", judges[2],
         "--concurrency", "1", "--out", str(out), "--no-progress",
     ]  # fmt: skip

@@ -44,7 +44,9 @@ def _eval(folder: Path, *extra: str) -> tuple[list[dict[str, Any]], Path]:
         agent.push(
             _command("head -c 50000 /dev/zero | tr '\\0' x"),
             _command("sleep 3 && echo woke"),
-            reply_tool_calls(("task_complete", {"answer": "<answer>hi</answer>"})),
+            # KIRA's task_complete takes no arguments (the preset's tool_schema): the wrapped
+            # answer is in the text of the same reply, which both schemas read.
+            reply_tool_calls(("task_complete", {}), text="<answer>hi</answer>"),
         )
         done = runner.invoke(
             app,
@@ -73,7 +75,31 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     options = get_agent("coder", **preset.agent_options).options  # type: ignore[attr-defined]
     assert (options.network, options.max_reminders, options.output_bytes) == (True, 10, 30000)
     assert (options.command_timeout, options.max_command_timeout) == (1.0, 60.0)
+    assert options.merge_output is True and options.repeat_notice is False
+    assert options.summarize_on_overflow is True and options.tool_schema == "kira"
     assert preset.budgets.max_turns == 120 and preset.scoring_rules == REFERENCE_RULES
+
+
+def test_the_code_x_presets_gaps_are_named_or_listed_as_open() -> None:
+    preset = get_protocol("code-x-omnigaia")
+    assert preset.open_gaps == []
+    # reproduced: the output cap (merge_output), the recovery of malformed Qwen3.6 calls and
+    # the summary on context overflow (summarize_on_overflow)
+    reproduced = {
+        "output cap",
+        "malformed tool calls",
+        "context overflow",
+        "prompts and tool schemas",
+    }
+    assert not reproduced & {g.finding for g in preset.gaps}
+    assert all(g.reason for g in preset.named_gaps) and len(preset.named_gaps) == 6
+    assert get_protocol("agent-omni-code-x").open_gaps == []
+    shown = CliRunner().invoke(app, ["protocols", "code-x-omnigaia"], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0
+    assert "differs, with a reason web search" in shown.output
+    assert "cannot run offline" in shown.output
+    assert "not reproduced yet" not in shown.output
+    assert "differs, with a reason OmniGAIA prompt" in shown.output
 
 
 def test_thinking_output_cap_and_command_timeout_on_the_wire(tmp_path: Path) -> None:

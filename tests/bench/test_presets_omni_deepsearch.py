@@ -71,21 +71,44 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     assert preset.scorer == "majority_vote"
     agent = get_agent("deepsearch", **preset.agent_options)
     assert agent.options.budget == (10, 3) and agent.options.budget_scope == "task"  # type: ignore[attr-defined]
+    assert agent.options.on_exhausted == "end"  # type: ignore[attr-defined]
+    assert agent.options.repeat_notice is False  # type: ignore[attr-defined]
     video = AgentTask(id="v", question="q", metadata=TaskInfo(category="video/music"))
     text = AgentTask(id="t", question="q", metadata=TaskInfo(category="image/speech"))
     assert agent.task_budget(video) == 3 and agent.task_budget(text) == 10  # type: ignore[attr-defined]
-    assert get_agent("deepsearch").task_budget(video) is None  # type: ignore[attr-defined]
+    # Table 3's rule is also omnilab's default; the per-tool budget is an option.
+    assert get_agent("deepsearch").task_budget(video) == 3  # type: ignore[attr-defined]
+    assert get_agent("deepsearch", budget_scope="tool").task_budget(video) is None  # type: ignore[attr-defined]
+
+
+def test_every_gap_of_the_preset_is_named_with_its_reason() -> None:
+    preset = get_protocol("omni-deepsearch-paper")
+    assert preset.open_gaps == [] and all(g.reason for g in preset.gaps)
+    findings = {g.finding: g for g in preset.gaps}
+    assert "A.4" in findings["malformed tool calls"].reference
+    assert "C.4 and C.5" in findings["tool descriptions"].reference
+    shown = runner.invoke(app, ["protocols"], env={"COLUMNS": "300"})
+    line = next(x for x in shown.output.splitlines() if "omni-deepsearch" in x and "datasets" in x)
+    assert "not reproduced yet" not in line and "6 named divergences" in line
 
 
 def test_sampling_and_the_task_budget_on_the_wire(tmp_path: Path, world: tuple[Path, Path]) -> None:
     bodies = _eval(tmp_path / "preset", world, "--protocol", "omni-deepsearch-paper")
     assert all((b["temperature"], b["max_tokens"]) == (0.0, 16384) for b in bodies)
-    # video task: 1 search of the shared budget, then the final call; text task: 2 and the final
+    # video task: 1 search of the shared budget, then one more reply (a search: refused, and
+    # the run ends without an answer); text task: 2 searches and one more. No forced final.
+    assert len(bodies) == 5 and not [b for b in bodies if b.get("tool_choice") == "none"]
+    # omnilab's default on exhaustion: a final call with tools off after the shared budget
+    bodies = _eval(
+        tmp_path / "final", world, "--protocol", "omni-deepsearch-paper",
+        "-O", "on_exhausted=final_answer",
+    )  # fmt: skip
     finals = [b for b in bodies if b.get("tool_choice") == "none"]
     assert len(bodies) == 5 and len(finals) == 2
-    # omnilab's default (budget per tool): text_search is refused after 2, but image and video
-    # searches are left, so both tasks run to --max-turns 5 and then the final call
+    # a budget per tool: text_search is refused after 2, but image and video searches are
+    # left, so both tasks run to --max-turns 5 and then the final call
     bodies = _eval(
-        tmp_path / "tool", world, "--protocol", "omni-deepsearch-paper", "-O", "budget_scope=tool"
-    )
+        tmp_path / "tool", world, "--protocol", "omni-deepsearch-paper",
+        "-O", "budget_scope=tool", "-O", "on_exhausted=final_answer",
+    )  # fmt: skip
     assert len(bodies) == 12

@@ -42,6 +42,27 @@ def test_hermes_blocks_become_recovered_calls_and_leave_the_prose() -> None:
     assert calls[0].id != calls[1].id
 
 
+def test_qwen36_xml_around_json_is_rebuilt_as_kira_does() -> None:
+    # Dongping-Chen/OmniCoding kira/recovery.py: the arguments object written after the first
+    # parameter's tag, the tag left open, `function=` without its `<`.
+    text = (
+        "Let me look.\n<tool_call>\nfunction=search>\n<parameter=query>\n"
+        'cape lumen", "k": 3}\n</tool_call>'
+    )
+    rest, calls = recover_tool_calls(text, TOOLS)
+    assert rest == "Let me look." and len(calls) == 1
+    assert calls[0].name == "search" and calls[0].arguments == {"query": "cape lumen", "k": 3}
+    assert calls[0].recovered
+    closed = '<tool_call><function=search><parameter=query>x"}</parameter></function></tool_call>'
+    assert recover_tool_calls(closed, TOOLS)[1][0].arguments == {"query": "x"}
+    for doubtful in (
+        '<tool_call>function=nope>\n<parameter=query>\nx"}\n</tool_call>',  # undeclared tool
+        "<tool_call>function=search>\n<parameter=query>\nnot json at all\n</tool_call>",
+        '<tool_call>function=search>\n<parameter=k>\n3"}\n</tool_call>',  # no required query
+    ):
+        assert recover_tool_calls(doubtful, TOOLS) == (doubtful, [])
+
+
 def test_fenced_json_and_bare_object() -> None:
     fenced = 'Calling:\n```json\n{"name": "search", "parameters": {"query": "dogs"}}\n```'
     rest, calls = recover_tool_calls(fenced, TOOLS)

@@ -80,8 +80,9 @@ class AgentRun:
     ``calls_per_turn`` caps the calls of one reply that run (the rest get ``TOO_MANY_CALLS``);
     a call of a ``terminal_tools`` tool (or a result whose metadata says ``terminal``) that
     succeeds ends the run; the same call with the same arguments a ``repeat_notice_at``-th time
-    or later gets a notice appended to its result; ``check_call`` may refuse a call before it
-    runs (a scaffold's argument rule): the refusal is its result and it uses no budget.
+    or later gets a notice appended to its result (omnilab's addition; ``None``: never);
+    ``check_call`` may refuse a call before it runs (a scaffold's argument rule): the refusal is
+    its result and it uses no budget.
     """
 
     def __init__(
@@ -94,7 +95,7 @@ class AgentRun:
         calls_per_turn: int | None = None,
         terminal_tools: Collection[str] = (),
         max_observation_chars: int | None = None,
-        repeat_notice_at: int = 3,
+        repeat_notice_at: int | None = 3,
         check_call: Callable[[ToolCall], ToolResult | None] | None = None,
         branch_of: tuple[str, str] | None = None,
     ) -> None:

@@ -152,7 +152,7 @@ class ToolGate:
         *,
         tool_budgets: Mapping[str, int] | None = None,
         calls_per_turn: int | None = None,
-        repeat_notice_at: int = 3,
+        repeat_notice_at: int | None = 3,
         check: Callable[[ToolCall], ToolResult | None] | None = None,
     ) -> None:
         if calls_per_turn is not None and calls_per_turn < 1:
@@ -160,6 +160,7 @@ class ToolGate:
         self.tool_budgets = dict(tool_budgets or {})
         self.calls_per_turn = calls_per_turn
         self.repeat_notice_at = repeat_notice_at
+        """The repeat count that gets the notice (omnilab's addition); ``None``: never."""
         self.check = check
         """A scaffold's rule on arguments (e.g. one query per call): its refusal is sent back
         instead of running the call, and the call does not count against the tool's budget."""
@@ -204,7 +205,7 @@ class ToolGate:
         key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
         count = self._repeats.get(key, 0) + 1
         self._repeats[key] = count
-        if count < self.repeat_notice_at:
+        if self.repeat_notice_at is None or count < self.repeat_notice_at:
             return result
         notice = render("notice_repeat", tool=call.name, count=count)
         if result.error is not None:

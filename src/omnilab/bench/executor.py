@@ -324,14 +324,15 @@ def _model_error_kind(trajectory: Trajectory) -> str | None:
 
 def prediction_text(trajectory: Trajectory) -> str:
     """The text the scorer reads: the final answer message whole (its ``<answer>`` span and the
-    words around it), else the last assistant text of a run that ended without an answer."""
+    words around it), else, for a run that ended without an answer, its last assistant text
+    that holds an ``<answer>`` wrapper (an answer given before the step limit stopped the run),
+    else its last assistant text."""
     final = trajectory.final
     if final is not None:
         return final.text
-    for message in reversed(trajectory.messages()):
-        if message.role == "assistant" and message.text.strip():
-            return message.text
-    return ""
+    texts = [m.text for m in trajectory.messages() if m.role == "assistant" and m.text.strip()]
+    wrapped = [t for t in texts if extract_answer(t) is not None]
+    return (wrapped or texts or [""])[-1]
 
 
 def _status_error(trajectory: Trajectory) -> str | None:

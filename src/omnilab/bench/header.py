@@ -90,6 +90,8 @@ class RunHeader(BaseModel):
     """Settings of this run that are not the preset's."""
     protocol_gaps: list[str] = Field(default_factory=list)
     """What the preset cannot reproduce yet."""
+    protocol_divergences: list[str] = Field(default_factory=list)
+    """Where the preset knowingly differs from the reference, each with its reason."""
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -243,6 +245,7 @@ def render_header(header: RunHeader) -> list[str]:
         )
         lines.extend(f"  differs from the preset: {d}" for d in header.protocol_differs)
         lines.extend(f"  not reproduced yet: {g}" for g in header.protocol_gaps)
+        lines.extend(f"  differs, with a reason: {g}" for g in header.protocol_divergences)
     lines.extend(f"warning: {w}" for w in header.warnings)
     return lines
 

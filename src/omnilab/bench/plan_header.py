@@ -59,9 +59,8 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
                 search=config.search,
                 missing_media=config.missing_media,
             ),
-            "protocol_gaps": [
-                f"{g.finding}: {g.omnilab} (reference: {g.reference})" for g in preset.gaps
-            ],
+            "protocol_gaps": [g.line for g in preset.open_gaps],
+            "protocol_divergences": [g.line for g in preset.named_gaps],
         }
     )
 

@@ -41,7 +41,10 @@ def protocols(
         console.print(f"[bold]{escape(preset.name)}[/]: {escape(preset.title)}")
         console.print(f"  source: {escape(preset.source)}")
         if not name:
-            gaps = f"{len(preset.gaps)} settings not reproduced yet" if preset.gaps else "complete"
+            open_, named = len(preset.open_gaps), len(preset.named_gaps)
+            gaps = f"{open_} settings not reproduced yet" if open_ else "complete"
+            if named:
+                gaps += f"; {named} named divergences, each with its reason"
             console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}; {gaps}")
             continue
         console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}")
@@ -63,8 +66,13 @@ def protocols(
             )
         if preset.missing_media is not None:
             console.print(f"  missing_media = {preset.missing_media}")
-        for gap in preset.gaps:
+        for gap in preset.open_gaps:
             console.print(
                 f"  [yellow]not reproduced yet[/] {escape(gap.finding)}: {escape(gap.omnilab)} "
                 f"(reference: {escape(gap.reference)})"
+            )
+        for gap in preset.named_gaps:
+            console.print(
+                f"  [cyan]differs, with a reason[/] {escape(gap.finding)}: {escape(gap.omnilab)} "
+                f"(reference: {escape(gap.reference)}; why: {escape(gap.reason or '')})"
             )

@@ -2,7 +2,11 @@
 
 Open models often put tool calls in their answer text instead of native calls: Hermes/Qwen
 ``<tool_call>{...}</tool_call>`` blocks, a fenced JSON block, one bare JSON object, or any of these
-cut off by the token limit. :func:`recover_tool_calls` turns such text into calls only when the name
+cut off by the token limit. One malformed mix is read as well, Qwen3.6's qwen3_coder XML around
+JSON (``<tool_call>function=NAME><parameter=FIRST>VALUE", "other": ...}</tool_call>``: the
+whole arguments object written after the first parameter's tag), the way the Code-X authors'
+KIRA harness rebuilds it (Dongping-Chen/OmniCoding ``src/omnicoding/agents/kira/recovery.py``):
+``{"FIRST": "`` is put in front and the result must parse. :func:`recover_tool_calls` turns such text into calls only when the name
 is one of the declared tools and the arguments parse as they stand: a truncated object is closed
 only if nothing but closing brackets is missing, never by completing a cut string or number.
 Recovered calls carry ``recovered=True``.
@@ -28,6 +32,8 @@ __all__ = [
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.DOTALL)
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_XML_FUNCTION = re.compile(r"<?function=([^>\s]+)>")
+_XML_PARAMETER = re.compile(r"<parameter=([^>]+)>\s*")
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _CLOSERS = {"{": "}", "[": "]"}
 
@@ -156,6 +162,30 @@ def _calls_in(snippet: str, tools: dict[str, ToolSpec]) -> list[ToolCall] | None
     return [c for c in calls if c is not None]
 
 
+def _xml_json_call(block: str, tools: dict[str, ToolSpec]) -> list[ToolCall] | None:
+    """The call of a qwen3_coder XML block whose first parameter holds the arguments as JSON
+    (see the module docstring); ``None`` unless the name is declared and the JSON parses."""
+    function = _XML_FUNCTION.search(block)
+    if function is None or function.group(1).strip() not in tools:
+        return None
+    rest = block[function.end() :].strip()
+    first = _XML_PARAMETER.search(rest)
+    if first is None:
+        return None
+    inner = rest[first.end() :].rstrip()
+    for closing in ("</function>", "</parameter>"):
+        inner = inner.removesuffix(closing).rstrip()
+    inner = _XML_PARAMETER.sub("", inner)
+    try:
+        args = json.loads('{"' + first.group(1).strip() + '": "' + inner, strict=False)
+    except ValueError:
+        return None
+    name = function.group(1).strip()
+    if not isinstance(args, dict) or not _fits(args, tools[name].parameters):
+        return None
+    return [ToolCall(id=new_call_id(), name=name, arguments=args, recovered=True)]
+
+
 def recover_tool_calls(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[ToolCall]]:
     """Tool calls written in ``text``: ``(remaining text, recovered calls)``.
 
@@ -170,8 +200,14 @@ def recover_tool_calls(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[
             continue
         found: list[ToolCall] = []
 
-        def take(match: re.Match[str], found: list[ToolCall] = found) -> str:
+        def take(
+            match: re.Match[str],
+            found: list[ToolCall] = found,
+            xml: bool = pattern is _TOOL_CALL_BLOCK,
+        ) -> str:
             calls = _calls_in(match.group(1), by_name)
+            if calls is None and xml:
+                calls = _xml_json_call(match.group(1), by_name)
             if calls is None:
                 return match.group(0)
             found.extend(calls)

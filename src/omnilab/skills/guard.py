@@ -35,6 +35,7 @@ class Forbidden:
     """Normalised runs of ``_SHINGLE`` words of the questions."""
     strings: set[str] = field(default_factory=set)
     """Normalised answers, named entities, dates and file names."""
+    _pattern: tuple[int, re.Pattern[str]] | None = field(default=None, repr=False)
 
     def add_question(self, question: str) -> None:
         words = [w.lower() for w in _WORDS.findall(question)]
@@ -53,6 +54,20 @@ class Forbidden:
     def add_strings(self, texts: Iterable[str]) -> None:
         for text in texts:
             self.add_string(text)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every forbidden string and copied question phrase replaced by
+        ``[case-specific]`` (matched word by word, whatever the case and punctuation between)."""
+        items = sorted(self.strings | self.phrases, key=len, reverse=True)
+        if not items or not text:
+            return text
+        if self._pattern is None or self._pattern[0] != len(items):
+            gap = r"[^A-Za-z0-9']+"
+            alternatives = (gap.join(re.escape(w) for w in s.split()) for s in items)
+            joined = "|".join(f"(?:{a})" for a in alternatives)
+            regex = re.compile(rf"(?<![A-Za-z0-9'])(?:{joined})(?![A-Za-z0-9'])", re.IGNORECASE)
+            self._pattern = (len(items), regex)
+        return self._pattern[1].sub("[case-specific]", text)
 
     def violation(self, line: str) -> str | None:
         """What in ``line`` is task-specific, or ``None``."""

@@ -7,7 +7,8 @@ summary of runs (:mod:`.summary`); the reply goes through the prohibition filter
 and becomes the ``agent-guide`` skill of a new skills folder (the other skills of the base folder
 are copied along). Nothing is overwritten: the output folder must not exist yet.
 
-- :func:`distill`: from finished runs' traces (log-driven self-distillation);
+- :func:`distill`: from finished runs' raw traces (log-driven self-distillation: each run's
+  commands, outputs cut head and tail and outcome, task-specific strings redacted);
 - :func:`refine`: run the ``coder`` agent on a calibration set with the current skills, tell the
   model only which tasks were right (binary feedback), update the guide; repeat for ``rounds``.
 """
@@ -130,8 +131,9 @@ async def distill(
     """Log-driven self-distillation: a guide learned from the traces of ``runs``."""
     _fresh(out)
     skills = _base(base)
-    summary = run_summary(runs, "traces")
-    report = await update_guide(model, _previous_guide(skills), summary, forbidden_for_runs(runs))
+    forbidden = forbidden_for_runs(runs)
+    summary = run_summary(runs, "traces", redact=forbidden.redact)
+    report = await update_guide(model, _previous_guide(skills), summary, forbidden)
     provenance = {
         "method": "log-driven distillation",
         "runs": [str(r) for r in runs],

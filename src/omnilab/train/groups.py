@@ -23,6 +23,8 @@ from pydantic import BaseModel, Field
 
 from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import write_atomic
+from omnilab.bench.scoring.code_x_group import Rollout as CodeXRollout
+from omnilab.bench.scoring.code_x_group import length_factors
 from omnilab.train.advantages import (
     ENTROPY_METHODS,
     EPS,
@@ -67,6 +69,9 @@ class GroupOptions:
     """Whose model calls are turns (side calls of a perception or judge model are not)."""
     missing_entropy: MissingEntropy = "error"
     """TAURA with a turn that has no logprobs: stop (``error``) or give it weight 1."""
+    length_penalty: bool = True
+    """GSPO over ``code-x-reward`` scores: apply Table 10's group-level length penalty (alpha
+    0.2, f_min 0.5) to the gated-correct rollouts before the advantages, as Code-X trains."""
 
 
 class TurnRow(BaseModel):
@@ -180,10 +185,35 @@ def _removed(record: RunRecord) -> bool:
     )
 
 
+def _code_x_rollout(record: RunRecord) -> CodeXRollout | None:
+    score = record.result.score
+    if score is None or score.scorer != "code-x-reward":
+        return None
+    d = score.details
+    return CodeXRollout(
+        correct=bool(score.correct),
+        removed=_removed(record),
+        modality_match=d.get("modality_match", "yes") == "yes",
+        n_tool=int(float(d.get("n_tool") or 0)),
+        steps=int(float(d.get("steps") or 1)),
+    )
+
+
+def _length_shaped(members: Sequence[RunRecord], rewards: list[float]) -> list[float]:
+    """Rewards after Code-X's length penalty, when every member has a code-x-reward score."""
+    rollouts = [_code_x_rollout(m) for m in members]
+    if not rollouts or any(r is None for r in rollouts):
+        return rewards
+    factors = length_factors([r for r in rollouts if r is not None])
+    return [r * f for r, f in zip(rewards, factors, strict=True)]
+
+
 def _group(members: Sequence[RunRecord], options: GroupOptions) -> _GroupResult:
     rewards = [m.reward for m in members]
     removed = [_removed(m) for m in members]
     kind = options.advantage
+    if kind == "gspo" and options.length_penalty:
+        rewards = _length_shaped(members, rewards)
     if kind == "gspo":
         stats = gspo_advantages(rewards, removed, std=options.std, eps=options.eps)
     elif kind == "grpo" or kind == "taura":

@@ -7,11 +7,21 @@ exists; without one the model gets one format reminder, then the run ends as emp
 without a tool call gets a runtime reminder; a malformed call gets a format reminder. The loop
 stops on completion, the step limit, repeated replies without a tool call, or a runtime error,
 and says which (``exit`` note, ``rollout.json``).
+
+With ``summarize_on_overflow`` a conversation that no longer fits the model's context is
+summarized by the model (no tools) and replaced by the task plus that summary, and the step is
+tried once more, as the released KIRA harness does (``kira/summarize.py``); a second overflow
+ends the run.
+
+Answers are taken only from the ``<answer>`` wrapper (Appendix I.1): a run that ends without a
+tool call after its reminders, or at the step limit, answers with the last wrapper the model
+wrote in any turn, and with none when it never wrote one (its untagged text is not an answer).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,12 +32,13 @@ from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
 from omnilab.agents.coder.artifacts import Rollout
 from omnilab.agents.coder.staging import stage_inputs, task_prompt
 from omnilab.agents.coder.toolbox import install_toolbox, toolbox_report
-from omnilab.agents.coder.tools import ShellTools, make_tools
+from omnilab.agents.coder.tools import ShellTools, ToolSchema, make_tools
 from omnilab.agents.session import AgentRun, Context, ToolRound
 from omnilab.agents.templates import render
 from omnilab.agents.views import accepts
 from omnilab.config import get_settings
 from omnilab.content import Content, Image, Text
+from omnilab.models.errors import ErrorKind, ModelError
 from omnilab.models.types import GenerateConfig, Message, ModelOutput
 from omnilab.sandbox import ShellSession
 from omnilab.skills import (
@@ -38,6 +49,7 @@ from omnilab.skills import (
     stage_skills,
     starter_skills,
 )
+from omnilab.textcut import cut_text
 from omnilab.tools.base import Tool
 from omnilab.trajectory import RunStatus, Trajectory
 
@@ -62,12 +74,26 @@ class CoderOptions(BaseModel):
     """The most ``wait_seconds`` a call may ask for."""
     output_bytes: int = Field(default=16000, ge=400)
     """Head plus tail kept of a command's stdout and of its stderr."""
+    merge_output: bool = False
+    """Send stderr into stdout, so ``output_bytes`` caps the one merged stream (the released
+    KIRA shell's way); by default each stream is cut on its own."""
     max_observation_chars: int | None = Field(default=None, ge=200)
     """Also cut each observation's text to this many characters (small context windows)."""
     max_edge: int = Field(default=1024, ge=32)
     """Longest edge, in pixels, of an image shown by ``image_read``."""
     max_reminders: int = Field(default=2, ge=0)
     """Replies in a row without a tool call that get a reminder before the run stops."""
+    tool_schema: ToolSchema = "omnilab"
+    """``omnilab``: omnilab's tool schemas and system prompt; ``kira``: the released KIRA
+    harness's, verbatim (``execute_commands(..., duration)``, ``image_read(file_path,
+    image_read_instruction)``, ``task_complete()``; ``coder_system_kira.txt``)."""
+    summarize_on_overflow: bool = False
+    """When the conversation no longer fits the model's context, have the model summarize it
+    and go on from the task plus the summary (the released KIRA harness's default); off, the
+    run ends with the context error."""
+    repeat_notice: bool = True
+    """Append a notice to the third (and later) identical call's result. omnilab's addition:
+    the paper's harness has none (the ``code-x-omnigaia`` preset turns it off)."""
     skills: str | None = None
     """Skills to inject: ``starter`` (the shipped set) or a skills folder; none by default."""
     max_skills: int = Field(default=6, ge=1)
@@ -142,6 +168,7 @@ class CoderAgent:
             calls_per_turn=1,
             terminal_tools={"task_complete"},
             max_observation_chars=opts.max_observation_chars,
+            repeat_notice_at=3 if opts.repeat_notice else None,
         )
         rollout = Rollout.beside(ctx.trajectory.path, ctx.workspace)
         with contextlib.ExitStack() as stack:
@@ -160,13 +187,18 @@ class CoderAgent:
                 default_wait=opts.command_timeout,
                 max_wait=opts.max_command_timeout,
                 max_edge=opts.max_edge,
+                merge_output=opts.merge_output,
             )
-            loop = _Loop(run, opts, tools_env, make_tools(tools_env), rollout)
-            system = render(
-                "coder_system",
-                toolbox=toolbox_report().prompt_lines(),
-                skills=render_skills(chosen),
-            )
+            tools = make_tools(tools_env, schema=opts.tool_schema)
+            loop = _Loop(run, opts, tools_env, tools, rollout)
+            if opts.tool_schema == "kira":
+                system = render("coder_system_kira", skills=render_skills(chosen))
+            else:
+                system = render(
+                    "coder_system",
+                    toolbox=toolbox_report().prompt_lines(),
+                    skills=render_skills(chosen),
+                )
             first = task_prompt(task, files, network=opts.network)
             config: dict[str, Any] = {
                 "tools": list(TOOL_NAMES),
@@ -226,17 +258,19 @@ class _Loop:
         reminded_answer = False
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
-                return self._exit("timeout", "budget")
-            output = await run.call("agent", chat, tools=self.tools, config=self.options.generate)
+                return self._stopped("timeout")
+            output = await self._step(chat, system, first)
             if output is None:
-                return self._exit("timeout", "budget")
+                return self._stopped("timeout")
             if output.text.strip():
                 self.texts.append(output.text)
             if not output.tool_calls:
                 quiet += 1
                 if quiet > self.options.max_reminders:
-                    # No-tool-call exhaustion: whatever the last reply says is the answer.
-                    status = run.answer(output, tool_names=self.by_name)
+                    # No-tool-call exhaustion: the answer is the last wrapper, if any (I.1);
+                    # untagged replies stay in the conversation, never become the answer (the
+                    # paper scores such a run as empty, as it does one without the wrapper).
+                    status = run.answer(self._last_wrapped() or "")
                     return self._exit("no_tool_call", status)
                 if looks_like_tool_call(output.text):
                     problem = "it was written as text and could not be parsed"
@@ -258,7 +292,60 @@ class _Loop:
                 return self._exit("no_answer", "no_answer")
             reminded_answer = True
             run.add(chat, Message.user(render("coder_reminder_no_answer")))
-        return self._exit("step_limit", "budget")
+        return self._stopped("step_limit")
+
+    async def _step(self, chat: Context, system: str, first: str) -> ModelOutput | None:
+        """One agent call; on a context overflow (with ``summarize_on_overflow``) the history is
+        summarized and the call is tried once more, as the same turn."""
+        run = self.run_
+        try:
+            return await run.call("agent", chat, tools=self.tools, config=self.options.generate)
+        except ModelError as e:
+            if e.kind is not ErrorKind.CONTEXT_LENGTH or not self.options.summarize_on_overflow:
+                raise
+        summary = await self._summarize(chat, first)
+        if summary is None:
+            return None
+        handoff = render("coder_summary_handoff", task=first, summary=summary)
+        run.edit(
+            chat,
+            0,
+            len(chat.messages),
+            [Message.system(system), Message.user(handoff)],
+            reason="context overflow: the conversation was summarized (KIRA's recovery)",
+        )
+        run.note("context overflow", "the conversation was summarized; the step is tried again")
+        return await run.call(
+            "agent", chat, tools=self.tools, config=self.options.generate, turn=False
+        )
+
+    async def _summarize(self, chat: Context, task: str) -> str | None:
+        """The model's summary of the conversation so far (no tools, not a turn)."""
+        blocks = []
+        for message in chat.messages:
+            if message.role == "system":
+                continue
+            body = cut_text(message.text, 4000, head_share=0.5)
+            if message.tool_calls:
+                calls = [{"name": c.name, "args": c.arguments} for c in message.tool_calls]
+                body += ("\n" if body else "") + f"[tool_calls: {json.dumps(calls)[:4000]}]"
+            blocks.append(f"<{message.role}> {body}")
+        request = render("coder_summary_request", task=task, conversation="\n\n".join(blocks))
+        side = self.run_.context("agent", name="summary", messages=[Message.user(request)])
+        output = await self.run_.call("agent", side, turn=False)
+        return None if output is None else output.text.strip()
+
+    def _last_wrapped(self) -> str | None:
+        """The latest reply of the run that holds an ``<answer>`` wrapper."""
+        return next((t for t in reversed(self.texts) if extract_answer(t) is not None), None)
+
+    def _stopped(self, reason: ExitReason) -> RunStatus:
+        """A run the step limit or the time budget stopped: an answer the model wrapped in an
+        earlier turn is its answer (the paper removes only rollouts that never emitted one)."""
+        wrapped = self._last_wrapped()
+        if wrapped is not None:
+            self.run_.answer(wrapped)
+        return self._exit(reason, "budget")
 
     def _bad_call(self, problem: str) -> str:
         return render("coder_reminder_bad_call", problem=problem, tools=", ".join(TOOL_NAMES))

@@ -9,17 +9,25 @@
   ``max_edge`` and shown to the model itself (the harness adds it to the conversation).
 - ``task_complete(answer)``: ends the run once a wrapped ``<answer>`` exists.
 
-The schema is flat, as the paper's is for Qwen-style tool calling.
+The schema is flat, as the paper's is for Qwen-style tool calling. ``schema="kira"`` sends the
+released KIRA harness's specs instead (``tools_kira.json``, verbatim from
+Dongping-Chen/OmniCoding ``agents/kira/tools.py``): ``execute_commands(analysis, plan,
+keystrokes, duration)``, ``image_read(file_path, image_read_instruction)`` (the instruction is
+echoed beside the image) and ``task_complete()`` without arguments; they run the same code.
 """
 
 from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import threading
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 from PIL import Image as PILImage
 from PIL import ImageOps, UnidentifiedImageError
@@ -29,17 +37,31 @@ from omnilab.media.image import resize
 from omnilab.sandbox import ExecResult, ShellSession, open_folder
 from omnilab.tools.base import Tool, ToolResult, tool
 
-__all__ = ["ShellTools", "format_exec", "make_tools", "read_workspace_image"]
+__all__ = [
+    "ShellTools",
+    "ToolSchema",
+    "format_exec",
+    "kira_schemas",
+    "make_tools",
+    "read_workspace_image",
+]
+
+ToolSchema = Literal["omnilab", "kira"]
 
 _MAX_IMAGE_BYTES = 64 * 1024**2
 
 
-def format_exec(result: ExecResult, seen: set[str] | None = None) -> str:
+def format_exec(
+    result: ExecResult, seen: set[str] | None = None, *, state_lost: bool | None = None
+) -> str:
     """The observation of one command: its output, then what the harness has to say.
 
     Sandbox warnings already in ``seen`` (said by an earlier command: the isolation level's
-    caveat comes with every result) are left out; new ones are added to it.
+    caveat comes with every result) are left out; new ones are added to it. ``state_lost``
+    overrides the result's flag (the loop says a restart once, not again when the next command
+    starts the new shell).
     """
+    lost = result.state_lost if state_lost is None else state_lost
     seen = set() if seen is None else seen
     parts: list[str] = []
     if result.stdout:
@@ -55,7 +77,7 @@ def format_exec(result: ExecResult, seen: set[str] | None = None) -> str:
             "[warning] the command ran past its time limit: it and every process it started "
             "were killed; the shell is still running"
         )
-    if result.state_lost:
+    if lost:
         notes.append(
             "[warning] the shell died and was restarted: the working directory, variables and "
             "background jobs are gone (files you wrote are still there)"
@@ -134,13 +156,80 @@ class ShellTools:
     max_edge: int
     warned: set[str] = field(default_factory=set)
     """Sandbox warnings the model has been told (each is said once)."""
+    merge_output: bool = False
+    """Run each command with stderr into stdout, so the two are one stream cut head and tail
+    as one (the KIRA shell's merged 30,000-byte cap)."""
+    death_told: bool = False
+    """The last observation said the shell died: the restart the next command brings about
+    was announced already."""
     images: list[tuple[str, bytes]] = field(default_factory=list)
     """Images read so far: (workspace path, PNG bytes) — the loop shows each to the model."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def make_tools(env: ShellTools) -> list[Tool]:
-    """``execute_commands``, ``image_read`` and ``task_complete`` over ``env``."""
+@cache
+def kira_schemas() -> dict[str, dict[str, Any]]:
+    """The KIRA harness's function specs by name (``tools_kira.json``)."""
+    text = resources.files(__package__).joinpath("tools_kira.json").read_text(encoding="utf-8")
+    return {t["function"]["name"]: t["function"] for t in json.loads(text)["tools"]}
+
+
+def make_tools(env: ShellTools, *, schema: ToolSchema = "omnilab") -> list[Tool]:
+    """``execute_commands``, ``image_read`` and ``task_complete`` over ``env``, with omnilab's
+    schemas or the KIRA harness's (see the module docstring)."""
+    omnilab = _omnilab_tools(env)
+    if schema == "omnilab":
+        return omnilab
+    run, look, done = omnilab
+    specs = kira_schemas()
+
+    def spec(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "description": specs[name]["description"],
+            "parameters": specs[name]["parameters"],
+        }
+
+    @tool(**spec("execute_commands"))
+    async def execute_commands(
+        analysis: str, plan: str, keystrokes: str, duration: float | None = None
+    ) -> ToolResult:
+        """Run one command (KIRA's schema; the model sees ``tools_kira.json``'s words).
+
+        Args:
+            analysis: The state so far.
+            plan: What this command does.
+            keystrokes: The shell text to run.
+            duration: Seconds the command may run (KIRA: default 1, at most 60).
+        """
+        return await run(
+            {"analysis": analysis, "plan": plan, "keystrokes": keystrokes, "wait_seconds": duration}
+        )
+
+    @tool(**spec("image_read"))
+    async def image_read(file_path: str, image_read_instruction: str = "") -> ToolResult:
+        """Look at an image (KIRA's schema; the instruction is echoed beside the image).
+
+        Args:
+            file_path: The image's path in the workspace.
+            image_read_instruction: What to learn from the image.
+        """
+        result = await look({"path": file_path})
+        if result.error is None and image_read_instruction.strip():
+            echo = f"Instruction: {image_read_instruction.strip()}"
+            return result.model_copy(update={"content": [*result.content, Text(text=echo)]})
+        return result
+
+    @tool(**spec("task_complete"))
+    async def task_complete() -> ToolResult:
+        """End the task (KIRA's schema: no arguments)."""
+        return await done({})
+
+    return [execute_commands, image_read, task_complete]
+
+
+def _omnilab_tools(env: ShellTools) -> list[Tool]:
+    """omnilab's three tools (their schemas from the typed functions below)."""
 
     @tool
     def execute_commands(
@@ -160,9 +249,18 @@ def make_tools(env: ShellTools) -> list[Tool]:
         wait = env.default_wait if wait_seconds is None else wait_seconds
         wait = min(max(wait, 1.0), env.max_wait)
         with env.lock:
-            result = env.shell.run(keystrokes, timeout=wait)
+            before = env.shell.restarts
+            # Braces, not a subshell: cd and variables still persist.
+            line = f"{{ {keystrokes}\n}} 2>&1" if env.merge_output else keystrokes
+            result = env.shell.run(line, timeout=wait)
+            restarted = env.shell.restarts > before
+        # A shell that died during a command is restarted when the next one starts; both
+        # results carry state_lost, but the model is told once.
+        died = result.state_lost and (not restarted or any("ended" in w for w in result.warnings))
+        told = result.state_lost and (died or not env.death_told)
+        env.death_told = died
         return ToolResult(
-            content=[Text(text=format_exec(result, env.warned))],
+            content=[Text(text=format_exec(result, env.warned, state_lost=told))],
             metadata={
                 "exit_code": result.exit_code,
                 "ran": True,

@@ -2,14 +2,19 @@
 
 The model hears the audio clip(s) (natively when it takes audio, else as a transcript with
 audio events from :mod:`omnilab.perception`), reads the question, then searches text, images
-and videos, one tool call per turn with one query each, under a search budget per tool
-(Table 3: (10, 3) by default: 10 text and 10 image searches, 3 video searches; with
-``budget_scope="task"`` one budget shared by every search tool, 10 for a text or image-text task
-and 3 for a video task, the reading of Table 3's "maximum retries for text/image-text search
-tasks and video search tasks"). A call past
-a budget is refused with ``TOOL_BUDGET``; the search that spends a budget says so; when every
-budget is spent, or the turns run out, the model is asked once more for its final answer with
-tools disabled. The answer is the last ``<answer>...</answer>``.
+and videos, one tool call per turn with one query each, under Table 3's search budget: (10, 3)
+by default, "the maximum retries for text/image-text search tasks and video search tasks",
+i.e. one budget shared by every search tool, 10 searches for a text or image-text task and 3
+for a video task (the task's category ``video/...``). ``budget_scope="tool"`` gives each tool
+its own budget instead (text and image: the first number, video: the second).
+
+A call past the budget is refused with ``TOOL_BUDGET``; the search that spends it says so.
+What happens then is ``on_exhausted``: ``final_answer`` (the default) asks the model once more
+for its final answer with tools disabled when every budget is spent or the turns run out;
+``end`` (the paper's runs, Appendix A.1 and A.3, and the ``omni-deepsearch-paper`` preset)
+asks nothing more: the model's reply after its last search is its last turn, a search it
+tries when no search is left ends the run without an answer, and so does the turn limit. The answer is the last
+``<answer>...</answer>``.
 
 Every step is in the trajectory: each search with its results, a ``StepNote`` with the
 searches left per tool after each one, and a closing ``search budget`` note (used, limits,
@@ -40,6 +45,7 @@ __all__ = ["DeepSearchAgent", "DeepSearchOptions"]
 
 AudioMode = Literal["auto", "native", "transcript"]
 BudgetScope = Literal["tool", "task"]
+OnExhausted = Literal["final_answer", "end"]
 _SHARED = "search tools"
 """How the task-scoped budget is named in notices and in the closing budget note."""
 
@@ -52,10 +58,15 @@ class DeepSearchOptions(BaseModel):
     budget: tuple[int, int] = (10, 3)
     """Search budget (text and image searches each, video searches), Table 3: (5,1), (10,3),
     (15,5)."""
-    budget_scope: BudgetScope = "tool"
-    """tool: each search tool has its own budget (text and image: the first number, video: the
-    second); task: one budget shared by all search tools, the first number for text and
-    image-text tasks, the second for video tasks (the task's category ``video/...``)."""
+    budget_scope: BudgetScope = "task"
+    """task (Table 3): one budget shared by all search tools, the first number for text and
+    image-text tasks, the second for video tasks (the task's category ``video/...``); tool:
+    each search tool has its own budget (text and image: the first number, video: the
+    second)."""
+    on_exhausted: OnExhausted = "final_answer"
+    """When the search budget or the turns run out: ``final_answer`` asks the model once more
+    for its answer with tools disabled (omnilab's default); ``end`` ends the run there, as the
+    paper's runs do (a search past the budget ends it without an answer)."""
     search: str = "local"
     """Search provider: local, serper, brave, searxng, tavily (text and image only)."""
     index_dir: Path | None = None
@@ -77,6 +88,10 @@ class DeepSearchOptions(BaseModel):
     """Sampling settings of every call."""
     max_observation_chars: int | None = Field(default=None, ge=200)
     """Cut each tool result's text to this many characters (small context windows)."""
+    repeat_notice: bool = True
+    """Append a notice to the third (and later) identical search's result. omnilab's
+    addition: the paper's pipeline has none (the ``omni-deepsearch-paper`` preset turns it
+    off)."""
 
 
 def _options(options: dict[str, object]) -> DeepSearchOptions:
@@ -159,6 +174,7 @@ class DeepSearchAgent:
             calls_per_turn=1,
             check_call=check,
             max_observation_chars=opts.max_observation_chars,
+            repeat_notice_at=3 if opts.repeat_notice else None,
         )
 
         def notice(tool: str) -> str | None:
@@ -184,6 +200,7 @@ class DeepSearchAgent:
         config = {
             "budget": list(opts.budget),
             "budget_scope": opts.budget_scope,
+            "on_exhausted": opts.on_exhausted,
             "task_budget": shared,
             "tool_budgets": limits,
             "search": searcher.name,
@@ -269,10 +286,11 @@ class _Loop:
     async def _turns(self, chat: Context) -> RunStatus:
         run = self.run_
         reason = "The maximum number of turns is reached."
+        ends = self.options.on_exhausted == "end"
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
                 return "budget"
-            if self.tools and not any(self.left().values()):
+            if not ends and self.tools and not any(self.left().values()):
                 reason = "Every search budget is spent."
                 break
             output = await run.call("agent", chat, tools=self.tools, config=self.options.generate)
@@ -280,10 +298,12 @@ class _Loop:
                 return "budget"
             if output.tool_calls:
                 done = await run.run_tools(output.tool_calls, chat, self.by_name)
+                spent = False
                 for outcome in done.outcomes:
                     code = outcome.result.error.code if outcome.result.error else None
                     if code == "TOOL_BUDGET":
                         self.refused += 1
+                        spent = True
                     if outcome.call.name in KIND_OF and code is None:
                         hits = len(outcome.result.metadata.get("hits", []))
                         queries = outcome.call.arguments.get("query_list")
@@ -294,6 +314,9 @@ class _Loop:
                             + ", ".join(f"{n} {v}/{self.limits[n]}" for n, v in left.items()),
                             left=left,
                         )
+                if ends and spent and not any(self.left().values()):
+                    run.note("exit", "a search past the budget ends the run without an answer")
+                    return "budget"
                 continue
             _answer, source = final_answer(output.text)
             if source in ("tag", "unclosed_tag") or (
@@ -306,6 +329,9 @@ class _Loop:
                 else render("notice_bad_call", tools=", ".join(self.by_name) or "(none)")
             )
             run.add(chat, Message.user(notice))
+        if ends:
+            run.note("exit", "the turn limit ends the run without an answer")
+            return "budget"
         return await self._final(chat, reason)
 
     async def _final(self, chat: Context, reason: str) -> RunStatus:

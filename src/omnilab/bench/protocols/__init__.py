@@ -4,7 +4,9 @@ Each preset is a TOML data file in this folder that names its source (the paper 
 code it follows) and lists every setting it fixes: the agent and its options (prompt variant,
 sampling, loop rules), the budgets, the scorer and its rules. ``gaps`` lists what the preset
 cannot make omnilab do the authors' way yet, so a number produced under a preset says exactly
-how far it is from the published protocol. Options the user gives on the command line win over
+how far it is from the published protocol; a gap with a ``reason`` is a named divergence (the
+reference cannot run offline, is not published, or omnilab differs by design), one without is
+not reproduced yet. Options the user gives on the command line win over
 the preset's; the run header and ``run.json`` record the preset and every setting that differs.
 """
 
@@ -36,6 +38,15 @@ class Gap(BaseModel):
     """What the authors' code does."""
     omnilab: str
     """What omnilab does instead."""
+    reason: str | None = None
+    """Why omnilab keeps this divergence (the reference cannot run offline, is not published,
+    or differs by design): a *named* gap. A gap without a reason is not reproduced yet."""
+
+    @property
+    def line(self) -> str:
+        """The gap in one line, as run headers show it."""
+        why = f"; why: {self.reason}" if self.reason else ""
+        return f"{self.finding}: {self.omnilab} (reference: {self.reference}{why})"
 
 
 class Protocol(BaseModel):
@@ -61,6 +72,16 @@ class Protocol(BaseModel):
     """What the reference does with a task whose media are missing (``drop``: runs it without
     them); a run that does otherwise lists it as a difference."""
     gaps: list[Gap] = Field(default_factory=list)
+
+    @property
+    def open_gaps(self) -> list[Gap]:
+        """The gaps not reproduced yet (those without a reason)."""
+        return [g for g in self.gaps if g.reason is None]
+
+    @property
+    def named_gaps(self) -> list[Gap]:
+        """The divergences kept with a reason."""
+        return [g for g in self.gaps if g.reason is not None]
 
 
 def _files() -> dict[str, str]:

@@ -2,10 +2,15 @@
 
 For a rollout tau of task x::
 
-    R = 0                                   if tau is removed (no <answer>, and the exit was a
-                                            timeout, the step limit or a context overflow)
+    R = 0                                   if tau is removed (no <answer> was ever emitted, and
+                                            the exit was a timeout, the step limit or a context
+                                            overflow)
     R = base(tau) + r_mod(tau) + r_tool(tau) otherwise
 
+- the answer: the last ``<answer>`` wrapper the model emitted in any turn (its text or the
+  ``task_complete`` argument), as the authors' grader reads it (``extract_answer_from_messages``
+  in Dongping-Chen/OmniCoding ``rl/reward.py``); a reply without the wrapper is no answer
+  (Appendix I.1), so a run stopped at the step limit after a wrapped answer keeps it;
 - base: ``w_correct`` (1.0) if gated-correct (normalised exact match against the answer set, the
   task's modalities engaged, at least one tool call, no escape attempt); else ``w_fmt+`` (0.2)
   for a clean ``task_complete`` exit with a non-empty ``<answer>``; else ``w_fmt-`` (-0.2).
@@ -13,32 +18,32 @@ For a rollout tau of task x::
   of the video-or-image (or audio) universe. Charged once, whichever is missing.
 - r_tool: ``-w_tool * P_bad`` with ``P_bad = (n_unparseable + n_disallowed + n_escape +
   n_syntax_fail) / (1 + n_tool)``; an unparseable call is counted once and skips the other checks.
+  A call with empty arguments parses (as ``{}``, the authors' grader's reading): it counts as a
+  tool call and as nothing bad.
 
 It reads the trajectory (``needs_trajectory``), so ``omnilab score RUN --scorer code-x-reward``
-re-scores any run; the checks are in :mod:`.code_x_rules`.
+re-scores any run; the checks are in :mod:`.code_x_rules`, the group-level length penalty of
+Table 10 in :mod:`.code_x_group`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omnilab.agents.answer import looks_like_tool_call
-from omnilab.bench.scoring.base import Score, extract_answer, matches_any
+from omnilab.agents.answer import extract_answer, looks_like_tool_call
+from omnilab.bench.scoring.base import Score, matches_any
 from omnilab.bench.scoring.code_x_rules import (
     ALLOWED_TOOLS,
-    AUDIO_TOOLS,
-    IMAGE_TOOLS,
-    VIDEO_TOOLS,
     WEIGHTS,
+    engaged,
     escapes,
-    matches_universe,
     syntax_failed,
     uses_network,
 )
 from omnilab.bench.task import Task
-from omnilab.trajectory import StepNote, Trajectory
+from omnilab.trajectory import ErrorEvent, StepNote, Trajectory
 
-__all__ = ["CodeXReward", "ToolAudit", "audit_tools", "exit_reason"]
+__all__ = ["CodeXReward", "ToolAudit", "audit_tools", "emitted_answer", "exit_reason"]
 
 _REMOVED_EXITS = frozenset({"timeout", "step_limit", "context_overflow"})
 
@@ -103,12 +108,42 @@ def audit_tools(trajectory: Trajectory, workspace: str | None = None) -> ToolAud
     return audit
 
 
+def emitted_answer(trajectory: Trajectory) -> str | None:
+    """The last ``<answer>`` the model emitted in any turn: in its text or in the ``answer``
+    argument of a ``task_complete`` call (which, read after the text, wins within a turn);
+    ``None`` when it never wrapped one. Tool results are not read (a ``cat`` of a file with an
+    answer tag in it is not the model's answer)."""
+    found: str | None = None
+    for message in trajectory.messages():
+        if message.role != "assistant":
+            continue
+        texts = [message.text] + [
+            str(c.arguments.get("answer", "") or "")
+            for c in message.tool_calls
+            if c.name == "task_complete"
+        ]
+        for text in texts:
+            answer = extract_answer(text)
+            if answer is not None:
+                found = answer
+    return found
+
+
 def exit_reason(trajectory: Trajectory) -> str:
-    """How the rollout ended: the coder agent's ``exit`` note, else read from the status."""
+    """How the rollout ended: the coder agent's ``exit`` note, else read from the status (a run
+    the harness stopped at its time limit is a ``timeout``; one whose context overflowed is a
+    ``context_overflow``)."""
     for event in reversed(trajectory.events):
         if isinstance(event, StepNote) and event.label == "exit":
             return event.text
     status = trajectory.status
+    if status == "error":
+        errors = [e for e in trajectory.events if isinstance(e, ErrorEvent)]
+        failed = [c for c in trajectory.model_calls if c.error is not None]
+        if errors and errors[-1].error_kind == "timeout":
+            return "timeout"
+        if failed and failed[-1].error_kind == "context_length":
+            return "context_overflow"
     if status == "budget":
         return "step_limit"
     if status == "answered":
@@ -138,19 +173,16 @@ class CodeXReward:
             str(start.config.get("workspace")) if start and start.config.get("workspace") else None
         )
         audit = audit_tools(trajectory, workspace)
-        answer = extract_answer(prediction)
+        del prediction  # the answer is read from every turn of the trajectory, not the last
+        answer = emitted_answer(trajectory)
         reason = exit_reason(trajectory)
         exact = bool(answer) and matches_any(answer or "", task.answers.all)
         kinds = _kinds(task)
-        video_ok = (
-            "video" not in kinds
-            or audit.images_read > 0
-            or matches_universe(audit.commands, VIDEO_TOOLS + IMAGE_TOOLS)
-        )
-        audio_ok = "audio" not in kinds or matches_universe(audit.commands, AUDIO_TOOLS)
-        engaged = video_ok and audio_ok
-        gated = exact and engaged and audit.n_tool >= 1 and audit.escape == 0
-        removed = not answer and reason in _REMOVED_EXITS
+        video_ok = "video" not in kinds or audit.images_read > 0 or engaged(audit.commands, "video")
+        audio_ok = "audio" not in kinds or engaged(audit.commands, "audio")
+        modality_ok = video_ok and audio_ok
+        gated = exact and modality_ok and audit.n_tool >= 1 and audit.escape == 0
+        removed = answer is None and reason in _REMOVED_EXITS
         clean = reason == "completion" and bool(answer)
         if gated:
             base = WEIGHTS["correct"]
@@ -158,7 +190,7 @@ class CodeXReward:
             base = WEIGHTS["fmt_plus"]
         else:
             base = WEIGHTS["fmt_minus"]
-        r_mod = 0.0 if engaged else WEIGHTS["mod"]
+        r_mod = 0.0 if modality_ok else WEIGHTS["mod"]
         r_tool = -WEIGHTS["tool"] * audit.p_bad
         value = 0.0 if removed else base + r_mod + r_tool
         return Score(
@@ -169,6 +201,8 @@ class CodeXReward:
             extracted=answer,
             details={
                 "removed": "yes" if removed else "no",
+                "modality_match": "yes" if modality_ok else "no",
+                "steps": float(len(trajectory.model_calls)),
                 "exit_reason": reason,
                 "base": base,
                 "r_mod": r_mod,

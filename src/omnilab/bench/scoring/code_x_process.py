@@ -1,13 +1,19 @@
 """``code-x-process``: the step-level process judge of Code-X (papers/001, Appendix G, Table 9).
 
-A judge model replays the trajectory (assistant steps numbered; user and tool messages as
-evidence) under the Table 9 rubric with error propagation (``bench/prompts/
-code_x_process_judge.txt``) and gives each assistant step a reward in {-1, 0, +1}, plus the
-primary error type of a wrong answer (the six failure modes). The rewards are written as
-``StepScore`` events (``target_id``: the model call of the step, ``name``:
-``process_reward``) to ``<trajectory>.process.jsonl`` beside the trajectory, replaced on each
-scoring; the score's ``value`` is the mean step reward and ``correct`` says whether no step was
-harmful (-1).
+A judge model replays the trajectory under the Table 9 rubric with error propagation and gives
+each assistant step a reward in {-1, 0, +1}. The rubric judges each step "using only
+information visible up to that step (no hindsight)", so there is one judge call per step
+(``bench/prompts/code_x_process_step.txt``): it sees the task, the steps before it with their
+evidence (user and tool messages), the step itself and the rewards already given (for error
+propagation), never the reference, the final answer or anything after the step. A wrong answer
+then gets its primary error type (the six failure modes) from one more call that sees the whole
+trajectory, the reference and the answer (``code_x_process_error.txt``): that is a verdict on
+the finished run, where hindsight is the point.
+
+The rewards are written as ``StepScore`` events (``target_id``: the model call of the step,
+``name``: ``process_reward``) to ``<trajectory>.process.jsonl`` beside the trajectory, replaced
+on each scoring; the score's ``value`` is the mean step reward and ``correct`` says whether no
+step was harmful (-1).
 """
 
 from __future__ import annotations
@@ -16,14 +22,16 @@ import json
 import re
 from pathlib import Path
 
+from omnilab.bench.run_dir import write_atomic
 from omnilab.bench.scoring.base import Score, extract_answer, matches_any
 from omnilab.bench.task import Task
 from omnilab.bench.templates import render
 from omnilab.content import Text
 from omnilab.models import Message, Model
+from omnilab.textcut import cut_text
 from omnilab.trajectory import EventAdapter, StepScore, Trajectory
 
-__all__ = ["ERROR_TYPES", "ProcessJudge", "transcript"]
+__all__ = ["ERROR_TYPES", "ProcessJudge", "step_transcripts", "transcript"]
 
 ERROR_TYPES = (
     "Audio Perception and Extraction Error",
@@ -39,15 +47,9 @@ _EVIDENCE_CHARS = 1500
 _JSON = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit // 2]}\n[...]\n{text[-limit // 2 :]}"
-
-
-def transcript(messages: list[Message]) -> tuple[str, int]:
-    """The conversation as the judge reads it, and the number of assistant steps."""
-    lines: list[str] = []
+def _blocks(messages: list[Message]) -> list[tuple[int, str]]:
+    """Each message as the judge reads it, with the number of assistant steps up to it."""
+    blocks: list[tuple[int, str]] = []
     step = 0
     for message in messages:
         if message.role == "system":
@@ -61,36 +63,51 @@ def transcript(messages: list[Message]) -> tuple[str, int]:
                 f"-> {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
                 for c in message.tool_calls
             ]
-            lines.append(
-                f"### Step {step} (assistant)\n" + "\n".join(x for x in [body, *calls] if x)
-            )
+            text = f"### Step {step} (assistant)\n" + "\n".join(x for x in [body, *calls] if x)
+            blocks.append((step, text))
         else:
-            lines.append(f"[{message.role}] {_cut(body, _EVIDENCE_CHARS)}")
-    return "\n\n".join(lines), step
+            blocks.append((step, f"[{message.role}] {cut_text(body, _EVIDENCE_CHARS)}"))
+    return blocks
 
 
-def _parse(reply: str, count: int) -> tuple[list[int], str | None]:
+def transcript(messages: list[Message]) -> tuple[str, int]:
+    """The whole conversation as the judge reads it, and the number of assistant steps."""
+    blocks = _blocks(messages)
+    return "\n\n".join(b for _, b in blocks), max((n for n, _ in blocks), default=0)
+
+
+def step_transcripts(messages: list[Message]) -> list[str]:
+    """For each assistant step, what was visible up to it: every message before it and the
+    step itself (not the tool results it produced, not later steps)."""
+    blocks = _blocks(messages)
+    count = max((n for n, _ in blocks), default=0)
+    out: list[str] = []
+    for k in range(1, count + 1):
+        end = next(i for i, (n, _) in enumerate(blocks) if n == k)
+        out.append("\n\n".join(b for _, b in blocks[: end + 1]))
+    return out
+
+
+def _json(reply: str, what: str) -> dict[str, object]:
     found = _JSON.findall(reply)
     raw = found[-1] if found else reply[reply.find("{") : reply.rfind("}") + 1]
     try:
         data = json.loads(raw)
     except ValueError:
-        raise ValueError("the process judge's reply holds no JSON object") from None
-    steps = data.get("steps") if isinstance(data, dict) else None
-    if not isinstance(steps, list):
-        raise ValueError("the process judge's reply has no 'steps' list")
-    rewards: dict[int, int] = {}
-    for item in steps:
-        if (
-            isinstance(item, dict)
-            and isinstance(item.get("step"), int)
-            and item.get("reward") in (-1, 0, 1)
-        ):
-            rewards[item["step"]] = int(item["reward"])
-    if sorted(rewards) != list(range(1, count + 1)):
-        raise ValueError(f"the process judge scored steps {sorted(rewards)}, not 1..{count}")
-    primary = data.get("primary_error")
-    return [rewards[k] for k in range(1, count + 1)], primary if primary in ERROR_TYPES else None
+        raise ValueError(f"the process judge's reply for {what} holds no JSON object") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the process judge's reply for {what} is not a JSON object")
+    return data
+
+
+def _reward(reply: str, step: int) -> int:
+    reward = _json(reply, f"step {step}").get("reward")
+    if isinstance(reward, bool) or reward not in (-1, 0, 1):
+        raise ValueError(
+            f"the process judge gave step {step} the reward {reward!r}, not -1, 0 or 1"
+        )
+    assert isinstance(reward, int)
+    return reward
 
 
 class ProcessJudge:
@@ -102,6 +119,9 @@ class ProcessJudge:
     def __init__(self, judge: Model) -> None:
         self.judge = judge
 
+    async def _ask(self, prompt: str) -> str:
+        return (await self.judge.generate([Message.user(prompt)])).text
+
     async def score(
         self, task: Task, prediction: str, *, trajectory: Trajectory | None = None
     ) -> Score:
@@ -109,20 +129,24 @@ class ProcessJudge:
         if trajectory is None:
             raise ValueError("code-x-process needs the run's trajectory")
         messages = trajectory.messages()
-        text, count = transcript(messages)
-        if count == 0:
+        prefixes = step_transcripts(messages)
+        if not prefixes:
             raise ValueError("the trajectory has no assistant step to judge")
+        rewards: list[int] = []
+        # One call per step, in order: a step's prompt shows the rewards of the steps before it.
+        for k, prefix in enumerate(prefixes, start=1):
+            earlier = " ".join(f"step {i}: {r:+d}" for i, r in enumerate(rewards, start=1))
+            prompt = render(
+                "code_x_process_step",
+                step=str(k),
+                question=task.question,
+                earlier=earlier or "(none: this is the first step)",
+                transcript=prefix,
+            )
+            rewards.append(_reward(await self._ask(prompt), k))
         answer = extract_answer(prediction) or ""
-        prompt = render(
-            "code_x_process_judge",
-            question=task.question,
-            reference=task.answers.label,
-            answer=answer or "(none)",
-            count=str(count),
-            transcript=text,
-        )
-        reply = (await self.judge.generate([Message.user(prompt)])).text
-        rewards, primary = _parse(reply, count)
+        correct_answer = bool(answer) and matches_any(answer, task.answers.all)
+        primary = None if correct_answer else await self._primary_error(task, answer, messages)
         calls = [
             c for c in trajectory.model_calls if c.role in (None, "agent") and c.output is not None
         ]
@@ -137,7 +161,6 @@ class ProcessJudge:
         ]
         if trajectory.path is not None:
             _write(trajectory.path.with_suffix(".process.jsonl"), events)
-        correct_answer = bool(answer) and matches_any(answer, task.answers.all)
         return Score(
             scorer=self.name,
             value=round(sum(rewards) / len(rewards), 6),
@@ -146,13 +169,24 @@ class ProcessJudge:
             details={
                 "steps": " ".join(f"{r:+d}" for r in rewards),
                 "harmful_steps": float(sum(1 for r in rewards if r < 0)),
-                "primary_error": None if correct_answer else primary,
+                "primary_error": primary,
             },
         )
 
+    async def _primary_error(self, task: Task, answer: str, messages: list[Message]) -> str | None:
+        """The failure mode of a wrong answer (one of :data:`ERROR_TYPES`, else ``None``)."""
+        text, count = transcript(messages)
+        prompt = render(
+            "code_x_process_error",
+            question=task.question,
+            reference=task.answers.label,
+            answer=answer or "(none)",
+            count=str(count),
+            transcript=text,
+        )
+        primary = _json(await self._ask(prompt), "the error type").get("primary_error")
+        return primary if isinstance(primary, str) and primary in ERROR_TYPES else None
+
 
 def _write(path: Path, events: list[StepScore]) -> None:
-    lines = "".join(EventAdapter.dump_json(e).decode() + "\n" for e in events)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(lines, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(EventAdapter.dump_json(e).decode() + "\n" for e in events))

@@ -6,6 +6,8 @@ expected output files, weighted dimensions and gates::
     score = 100 * sum_i w_i * m_i / sum_i w_i        (each metric m_i in [0, 1])
     pass  iff score >= 70 and every gate holds; a failed gate makes the score 0
 
+Every file of ``outputs`` is also an ``exists`` gate (Appendix F: a missing output fails).
+
 Dimensions (``kind``): ``segments`` (time segments, Hungarian-matched IoU with a tolerance
 window), ``labels`` (accuracy of a label per key), ``set`` (F1), ``text`` (1 - CER), ``number``
 (within a tolerance), ``judge`` (an LLM rates a file against a rubric, 0-10), ``check`` (a named
@@ -250,6 +252,14 @@ async def grade(spec: TaskSpec, workspace: Path, *, judge: Model | None = None) 
     """Grade the files the agent made in ``workspace`` (see the module docstring)."""
     gates: dict[str, bool] = {}
     notes: list[str] = []
+    # Appendix F: a missing output file fails the task, whether or not a gate names it.
+    named = {g.file for g in spec.gates if g.kind == "exists"}
+    for file in spec.outputs:
+        if file not in named:
+            ok, why = _gate(workspace, Gate(kind="exists", file=file))
+            gates[f"output:exists:{file}"] = ok
+            if not ok:
+                notes.append(f"missing output: {why.removesuffix(' exists and is not empty')}")
     for n, gate in enumerate(spec.gates):
         ok, why = _gate(workspace, gate)
         gates[f"{n}:{gate.kind}:{gate.file}"] = ok
