@@ -43,6 +43,9 @@ def protocols(
         if not name:
             gaps = f"{len(preset.gaps)} settings not reproduced yet" if preset.gaps else "complete"
             console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}; {gaps}")
+            for gap in preset.gaps:
+                why = f": {escape(gap.reason)}" if gap.reason else ""
+                console.print(f"    - {escape(gap.finding)}{why}")
             continue
         console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}")
         console.print(f"  agent = {preset.agent}")
@@ -68,3 +71,5 @@ def protocols(
                 f"  [yellow]not reproduced yet[/] {escape(gap.finding)}: {escape(gap.omnilab)} "
                 f"(reference: {escape(gap.reference)})"
             )
+            if gap.reason:
+                console.print(f"    why: {escape(gap.reason)}")

@@ -36,6 +36,9 @@ class Gap(BaseModel):
     """What the authors' code does."""
     omnilab: str
     """What omnilab does instead."""
+    reason: str = ""
+    """Why omnilab does not (or cannot) do it the reference's way; ``omnilab protocols``
+    shows it with the finding."""
 
 
 class Protocol(BaseModel):
