@@ -12,6 +12,13 @@
 
 Each stage call is its own context, named by role, stage and round (``master-r2-decision-7``,
 ``image-r2-8``), and each stage leaves a ``StepNote`` (``omnilab ask`` shows them live).
+
+The reasoning and decision system prompts end with the output parser's format instructions (the
+schema with its field descriptions), as the release sends them. Under ``rules="release"`` the
+stages run as huawei-lin/Agent-Omni's code does (:mod:`.release`): its prompt texts and variable
+rendering, a free-text summary per modality ("Summarize the provided video."), one free-text call
+per sub-question, no ``response_format``, the fixing prompt then a fresh call for a reply that
+does not parse. ``all_rounds`` runs every round whatever ``is_final`` says (the release's graph).
 """
 
 from __future__ import annotations
@@ -21,8 +28,9 @@ import json
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from omnilab.agents.master import release
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ModalityAgent
 from omnilab.agents.master.schemas import (
@@ -34,7 +42,7 @@ from omnilab.agents.master.schemas import (
 from omnilab.agents.master.structured import Reply, ask_json
 from omnilab.agents.master.views import agent_parts
 from omnilab.agents.question import question_text
-from omnilab.agents.session import AgentRun
+from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.templates import render
 from omnilab.content import Text
 from omnilab.models.types import Message
@@ -67,7 +75,10 @@ class Round:
         return out
 
 
-async def _all(calls: list[Coroutine[Any, Any, Reply | None]]) -> list[Reply | None]:
+T = TypeVar("T")
+
+
+async def _all(calls: list[Coroutine[Any, Any, T]]) -> list[T]:
     """Await ``calls`` concurrently; the first failure (a model error) cancels the rest and is
     raised as itself, so the run session ends the run as for any model failure."""
     try:
@@ -98,6 +109,9 @@ class MasterLoop:
         self.views: Path = run.ctx.workspace / "views"
         self.summaries: dict[str, dict[str, str]] = {}
         self.rounds: list[Round] = []
+        self.release = options.rules == "release"
+        self.modality_summaries: dict[str, str] = {}
+        """Under the release's rules: one free-text summary per modality."""
         self.query = question_text(run.task)
         self.agent_info = json.dumps(
             [
@@ -135,7 +149,7 @@ class MasterLoop:
                 last_text = decision.text
                 continue
             last = decision.value
-            if decision.value["is_final"]:
+            if decision.value["is_final"] and not self.options.all_rounds:
                 run.stats["stopped_early"] = float(number < self.options.max_rounds)
                 return self._finish(last, last_text, None)
         return self._finish(last, last_text, None)
@@ -157,6 +171,8 @@ class MasterLoop:
 
     async def perceive(self) -> bool:
         """Summarise every input of every agent, concurrently; ``False`` when time ran out."""
+        if self.release:
+            return await self._perceive_release()
         jobs = [(a, item.id) for a in self.agents.values() for item in a.inputs]
         done = await _all([self._summary(a, i) for a, i in jobs])
         for (agent, item), reply in zip(jobs, done, strict=True):
@@ -196,13 +212,112 @@ class MasterLoop:
             retries=self.options.format_retries,
         )
 
+    async def _perceive_release(self) -> bool:
+        """The release's ``*_summarize``: one free-text summary per modality with inputs."""
+        agents = [a for a in self.agents.values() if a.inputs]
+        questions = [release.text(f"summary.{a.modality}") for a in agents]
+        names = [f"{a.modality}-perception" for a in agents]
+        done = await _all(
+            [self._ask_free(a, q, n) for a, q, n in zip(agents, questions, names, strict=True)]
+        )
+        for agent, text in zip(agents, done, strict=True):
+            if text is None:
+                return False
+            self.modality_summaries[agent.modality] = text
+            self.run_.note(
+                "perception", f"{agent.name}: {_short(text)}", agent=agent.name, summary=text
+            )
+        return True
+
+    async def _ask_free(self, agent: ModalityAgent, question: str, name: str) -> str | None:
+        """One free-text call of ``agent`` about all its inputs (the release's modality agents:
+        the video and audio agents with "You are a helpful assistant.", the others with no
+        system prompt); ``None`` when time ran out."""
+        run = self.run_
+        caps = run.models[agent.modality].capabilities
+        parts = await agent_parts(agent, caps, self.views)
+        chat = run.context(agent.modality, name=name)
+        if agent.modality in ("video", "audio"):
+            run.add(chat, Message.system(release.text("system")))
+        run.add(chat, Message(role="user", content=[*parts, Text(text=question)]))
+        generate = self.options.generate_for(agent.modality)
+        output = await run.call(agent.modality, chat, config=generate)
+        if output is None:
+            return None
+        return release.strip_think(output.text) if agent.modality == "text" else output.text
+
     def _input_summaries(self) -> str:
+        if self.release:
+            return release.summary_lines(self.modality_summaries)
         return json.dumps(self.summaries, ensure_ascii=False) if self.summaries else "(none)"
 
     def _history(self, rounds: list[Round]) -> str:
+        if self.release:
+            return self._release_history(rounds)
         if not rounds:
             return "(none: this is the first round)"
         return json.dumps([r.record() for r in rounds], ensure_ascii=False)
+
+    def _release_history(self, rounds: list[Round]) -> str:
+        results: dict[str, list[list[dict[str, str]]]] = {}
+        for r in rounds:
+            for agent in self.agents.values():
+                if not agent.inputs:
+                    continue  # the release's agents without input return None, not a list
+                pairs: list[dict[str, str]] = next(
+                    (
+                        x.get("questions_and_answers", [])
+                        for x in r.results
+                        if x["agent_name"] == agent.name
+                    ),
+                    [],
+                )
+                results.setdefault(agent.modality, []).append(pairs)
+        decisions = [r.decision for r in rounds if r.decision is not None]
+        return release.history_lines(results, decisions)
+
+    def _pool(self) -> str:
+        if self.release:
+            return release.pool_lines(self.modality_summaries)
+        return self.agent_info
+
+    def _round_value(self, number: int) -> int | str:
+        # The release prints the integer ("This is the 2 round"); Figures 4-5 read "2nd".
+        return number if self.release else _ordinal(number)
+
+    def _system(self, template: str, schema: dict[str, Any], **values: object) -> str:
+        name = f"master_release_{template}" if self.release else f"master_{template}"
+        text = render(name, **values)
+        if self.release or self.options.format_instructions:
+            text += "\n\n" + release.format_instructions(schema)
+        return text
+
+    async def _ask_master(
+        self, current: Round, stage: str, system: str, schema: dict[str, Any], **kw: Any
+    ) -> Reply | None:
+        """A structured call of the master: omnilab's (``response_format`` and a retry with the
+        problem stated) or the release's (no ``response_format``, the fixing prompt, then the
+        same call again from scratch)."""
+        run = self.run_
+
+        def fresh() -> Context:
+            chat = run.context("master", name=f"master-r{current.number}-{stage}")
+            run.add(chat, Message.system(system))
+            run.add(chat, Message.user(self.query))
+            return chat
+
+        return await ask_json(
+            run,
+            fresh(),
+            schema,
+            generate=self.options.generate_for("master"),
+            retries=self.options.format_retries,
+            turn=True,
+            constrain=not self.release,
+            fix_with=release.format_instructions(schema) if self.release else None,
+            fresh=fresh if self.release else None,
+            **kw,
+        )
 
     # -- 2. reasoning -------------------------------------------------------------------------
 
@@ -222,26 +337,23 @@ class MasterLoop:
     async def reason(self, current: Round) -> bool:
         """The master's sub-questions for this round; ``False`` when time ran out."""
         run = self.run_
-        system = render(
-            "master_reasoning",
-            cur_round_num=_ordinal(current.number),
+        pool = self._pool()
+        schema = reasoning_structure(pool).model_json_schema()
+        system = self._system(
+            "reasoning",
+            schema,
+            cur_round_num=self._round_value(current.number),
             historical_message=self._history(self.rounds[:-1]),
             input_summaries=self._input_summaries(),
-            available_agent_info=self.agent_info,
+            available_agent_info=pool,
         )
-        chat = run.context("master", name=f"master-r{current.number}-reasoning")
-        run.add(chat, Message.system(system))
-        run.add(chat, Message.user(self.query))
-        schema = reasoning_structure(self.agent_info).model_json_schema()
-        reply = await ask_json(
-            run,
-            chat,
+        reply = await self._ask_master(
+            current,
+            "reasoning",
+            system,
             schema,
             name="MasterReasoningStructure",
-            generate=self.options.generate_for("master"),
-            retries=self.options.format_retries,
             check=self._check_agents,
-            turn=True,
         )
         if reply is None:
             return False
@@ -298,6 +410,8 @@ class MasterLoop:
     async def _answer(
         self, agent: ModalityAgent, questions: list[str], number: int
     ) -> Reply | None:
+        if self.release:
+            return await self._answer_each(agent, questions, number)
         run = self.run_
         caps = run.models[agent.modality].capabilities
         parts = await agent_parts(agent, caps, self.views)
@@ -314,29 +428,35 @@ class MasterLoop:
             retries=self.options.format_retries,
         )
 
+    async def _answer_each(
+        self, agent: ModalityAgent, questions: list[str], number: int
+    ) -> Reply | None:
+        """The release's execution: one free-text call per question, concurrently."""
+        names = [f"{agent.modality}-r{number}-q{i}" for i in range(1, len(questions) + 1)]
+        answers = await _all(
+            [self._ask_free(agent, q, n) for q, n in zip(questions, names, strict=True)]
+        )
+        if any(a is None for a in answers):
+            return None
+        found = [a for a in answers if a is not None]
+        return Reply({"answers": found}, "\n\n".join(found))
+
     # -- 4. decision --------------------------------------------------------------------------
 
     async def decide(self, current: Round) -> Reply | None:
         """The master's decision for this round; ``None`` when time ran out."""
         run = self.run_
-        system = render(
-            "master_decision",
-            cur_round_num=_ordinal(current.number),
+        schema = MasterDecisionStructure.model_json_schema()
+        system = self._system(
+            "decision",
+            schema,
+            cur_round_num=self._round_value(current.number),
             input_summaries=self._input_summaries(),
             historical_message=self._history(self.rounds),
-            available_agent_info=self.agent_info,
+            available_agent_info=self._pool(),
         )
-        chat = run.context("master", name=f"master-r{current.number}-decision")
-        run.add(chat, Message.system(system))
-        run.add(chat, Message.user(self.query))
-        reply = await ask_json(
-            run,
-            chat,
-            MasterDecisionStructure.model_json_schema(),
-            name="MasterDecisionStructure",
-            generate=self.options.generate_for("master"),
-            retries=self.options.format_retries,
-            turn=True,
+        reply = await self._ask_master(
+            current, "decision", system, schema, name="MasterDecisionStructure"
         )
         if reply is None:
             return None
