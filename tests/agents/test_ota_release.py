@@ -82,7 +82,9 @@ def test_notices_count_done_steps_and_only_the_latest_stays(tmp_path: Path, clip
     assert ran.request(0)[1].content[-1] == Text(text="\n[NOTICE] Step 0/3. 3 steps remaining.")
     assert ran.request(1)[-1].content[-1] == Text(text="\n[NOTICE] Step 1/3. 2 steps remaining.")
     last = ran.request(2)
-    assert last[-1].content[-1] == Text(text="\n[NOTICE] FINAL STEP! You MUST provide your answer now.")
+    assert last[-1].content[-1] == Text(
+        text="\n[NOTICE] FINAL STEP! You MUST provide your answer now."
+    )
     assert sum(m.text.count("[NOTICE]") for m in last[1:]) == 1
     # the release's labels and placeholder (frames at their exact times here)
     frames_msg = ran.request(1)[-1]

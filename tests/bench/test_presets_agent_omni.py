@@ -70,7 +70,7 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     preset = get_protocol("agent-omni-paper")
     assert "huawei-lin/Agent-Omni" in preset.source and preset.agent == "master" and preset.gaps
     options = get_agent("master", **preset.agent_options).options  # type: ignore[attr-defined]
-    assert (options.max_rounds, options.format_retries) == (3, 10)
+    assert (options.max_rounds, options.format_retries) == (3, 9)  # retry_times 10: ten tries
     assert (options.rules, options.all_rounds, options.format_instructions) == (
         "release",
         True,
@@ -93,7 +93,9 @@ def test_sampling_and_retries_on_the_wire(tmp_path: Path) -> None:
     assert "The user's goal or intention" in system  # the schema's descriptions
     fixes = [b["messages"] for b in (bodies[1], bodies[3])]
     assert all(len(m) == 1 and m[0]["content"].startswith("Instructions:\n----") for m in fixes)
-    assert "not JSON 0" in fixes[0][0]["content"] and "Above, the Completion" in fixes[0][0]["content"]
+    assert (
+        "not JSON 0" in fixes[0][0]["content"] and "Above, the Completion" in fixes[0][0]["content"]
+    )
     assert bodies[2]["messages"] == bodies[0]["messages"]  # the call again, from scratch
     # omnilab's rules and one retry: the reasoning reply is a format error
     bodies, row, errors = _eval(tmp_path / "default", "--protocol", "agent-omni-paper", "-O",

@@ -221,7 +221,9 @@ def test_protocols_names_each_remaining_gap_with_its_reason(name: str) -> None:
     for gap in preset.gaps:
         assert f"- {gap.finding}: {gap.reason[:40]}" in " ".join(block.split())
     shown = runner.invoke(app, ["protocols", name])
-    assert shown.exit_code == 0 and all(f"why: {g.reason[:40]}" in shown.output for g in preset.gaps)
+    assert shown.exit_code == 0 and all(
+        f"why: {g.reason[:40]}" in shown.output for g in preset.gaps
+    )
     # the released code is public: no preset may say otherwise
     text = json.dumps(preset.model_dump()).lower()
     assert "not released" not in text and "is not in the release" not in text

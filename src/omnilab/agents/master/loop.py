@@ -338,7 +338,7 @@ class MasterLoop:
         """The master's sub-questions for this round; ``False`` when time ran out."""
         run = self.run_
         pool = self._pool()
-        schema = reasoning_structure(pool).model_json_schema()
+        schema = reasoning_structure(pool, release=self.release).model_json_schema()
         system = self._system(
             "reasoning",
             schema,
