@@ -71,8 +71,13 @@ def test_metrics_show_both_pass_at_1() -> None:
         t = task("MCQ", label)
         score = asyncio.run(OmniAgentScorer().score(t, prediction))
         results.append(
-            TaskResult(task_id=f"q{i}", dataset="omniagent", prediction=prediction, score=score,
-                       metadata=t.metadata)  # fmt: skip
+            TaskResult(
+                task_id=f"q{i}",
+                dataset="omniagent",
+                prediction=prediction,
+                score=score,
+                metadata=t.metadata,
+            )
         )
     rules = pass_at_1_by_rules(results)
     assert (rules["strict"].correct, rules["reference"].correct) == (2, 1)
