@@ -23,14 +23,13 @@ does not parse. ``all_rounds`` runs every round whatever ``is_final`` says (the 
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from omnilab.agents.master import release
+from omnilab.agents.master.free_text import FreeTextAgents, run_all
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ModalityAgent
 from omnilab.agents.master.schemas import (
@@ -75,20 +74,6 @@ class Round:
         return out
 
 
-T = TypeVar("T")
-
-
-async def _all(calls: list[Coroutine[Any, Any, T]]) -> list[T]:
-    """Await ``calls`` concurrently; the first failure (a model error) cancels the rest and is
-    raised as itself, so the run session ends the run as for any model failure."""
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(c) for c in calls]
-    except ExceptionGroup as e:
-        raise e.exceptions[0] from None
-    return [t.result() for t in tasks]
-
-
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
@@ -112,6 +97,7 @@ class MasterLoop:
         self.release = options.rules == "release"
         self.modality_summaries: dict[str, str] = {}
         """Under the release's rules: one free-text summary per modality."""
+        self.free = FreeTextAgents(run, options, self.views)
         self.query = question_text(run.task)
         self.agent_info = json.dumps(
             [
@@ -172,9 +158,13 @@ class MasterLoop:
     async def perceive(self) -> bool:
         """Summarise every input of every agent, concurrently; ``False`` when time ran out."""
         if self.release:
-            return await self._perceive_release()
+            found = await self.free.summaries([a for a in self.agents.values() if a.inputs])
+            if found is None:
+                return False
+            self.modality_summaries = found
+            return True
         jobs = [(a, item.id) for a in self.agents.values() for item in a.inputs]
-        done = await _all([self._summary(a, i) for a, i in jobs])
+        done = await run_all([self._summary(a, i) for a, i in jobs])
         for (agent, item), reply in zip(jobs, done, strict=True):
             if reply is None:
                 return False
@@ -211,40 +201,6 @@ class MasterLoop:
             generate=self.options.generate_for(agent.modality),
             retries=self.options.format_retries,
         )
-
-    async def _perceive_release(self) -> bool:
-        """The release's ``*_summarize``: one free-text summary per modality with inputs."""
-        agents = [a for a in self.agents.values() if a.inputs]
-        questions = [release.text(f"summary.{a.modality}") for a in agents]
-        names = [f"{a.modality}-perception" for a in agents]
-        done = await _all(
-            [self._ask_free(a, q, n) for a, q, n in zip(agents, questions, names, strict=True)]
-        )
-        for agent, text in zip(agents, done, strict=True):
-            if text is None:
-                return False
-            self.modality_summaries[agent.modality] = text
-            self.run_.note(
-                "perception", f"{agent.name}: {_short(text)}", agent=agent.name, summary=text
-            )
-        return True
-
-    async def _ask_free(self, agent: ModalityAgent, question: str, name: str) -> str | None:
-        """One free-text call of ``agent`` about all its inputs (the release's modality agents:
-        the video and audio agents with "You are a helpful assistant.", the others with no
-        system prompt); ``None`` when time ran out."""
-        run = self.run_
-        caps = run.models[agent.modality].capabilities
-        parts = await agent_parts(agent, caps, self.views)
-        chat = run.context(agent.modality, name=name)
-        if agent.modality in ("video", "audio"):
-            run.add(chat, Message.system(release.text("system")))
-        run.add(chat, Message(role="user", content=[*parts, Text(text=question)]))
-        generate = self.options.generate_for(agent.modality)
-        output = await run.call(agent.modality, chat, config=generate)
-        if output is None:
-            return None
-        return release.strip_think(output.text) if agent.modality == "text" else output.text
 
     def _input_summaries(self) -> str:
         if self.release:
@@ -383,7 +339,9 @@ class MasterLoop:
     async def execute(self, current: Round) -> bool:
         """Every agent named answers its questions, concurrently; ``False`` when time ran out."""
         named = list(current.instructions.items())
-        replies = await _all([self._answer(self.agents[n], qs, current.number) for n, qs in named])
+        replies = await run_all(
+            [self._answer(self.agents[n], qs, current.number) for n, qs in named]
+        )
         for (name, questions), reply in zip(named, replies, strict=True):
             if reply is None:
                 return False
@@ -411,7 +369,7 @@ class MasterLoop:
         self, agent: ModalityAgent, questions: list[str], number: int
     ) -> Reply | None:
         if self.release:
-            return await self._answer_each(agent, questions, number)
+            return await self.free.answers(agent, questions, number)
         run = self.run_
         caps = run.models[agent.modality].capabilities
         parts = await agent_parts(agent, caps, self.views)
@@ -427,19 +385,6 @@ class MasterLoop:
             generate=self.options.generate_for(agent.modality),
             retries=self.options.format_retries,
         )
-
-    async def _answer_each(
-        self, agent: ModalityAgent, questions: list[str], number: int
-    ) -> Reply | None:
-        """The release's execution: one free-text call per question, concurrently."""
-        names = [f"{agent.modality}-r{number}-q{i}" for i in range(1, len(questions) + 1)]
-        answers = await _all(
-            [self._ask_free(agent, q, n) for q, n in zip(questions, names, strict=True)]
-        )
-        if any(a is None for a in answers):
-            return None
-        found = [a for a in answers if a is not None]
-        return Reply({"answers": found}, "\n\n".join(found))
 
     # -- 4. decision --------------------------------------------------------------------------
 
