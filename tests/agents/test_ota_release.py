@@ -205,3 +205,45 @@ def test_random_resources_draw_the_release_grids() -> None:
     same = randomised(OtaOptions(random_resources=True, seed=1), "t0")
     assert same == randomised(OtaOptions(random_resources=True, seed=1), "t0")
     assert randomised(OtaOptions(), "t0") == OtaOptions()
+
+
+def test_a_clip_that_fails_to_encode_is_encoded_again_at_ultrafast(
+    tmp_path: Path, clip20: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.media import clips
+    from omnilab.media.errors import MediaError, MediaErrorCode
+
+    real = clips.clip
+    presets: list[str | None] = []
+
+    def flaky(*args: Any, preset: str | None = None, **kwargs: Any) -> Path:
+        presets.append(preset)
+        if preset != "ultrafast":
+            raise MediaError(MediaErrorCode.CORRUPT, "encoder failed")
+        return real(*args, preset=preset, **kwargs)
+
+    monkeypatch.setattr(clips, "clip", flaky)
+    ran = run_ota(tmp_path, [turn(span("get_clip", 2, 6)), turn(answer("A"))], clip20)
+    assert ran.codes() == [None, None] and presets == ["superfast", "ultrafast"]
+
+
+def test_the_release_probes_extracted_media_and_a_bad_one_ends_the_run(
+    tmp_path: Path, clip20: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    probe_module = importlib.import_module("omnilab.media.probe")
+    real = probe_module.probe
+
+    def short(path: Any, *args: Any, **kwargs: Any) -> Any:
+        info = real(path, *args, **kwargs)
+        if Path(path) == clip20:
+            return info
+        return info.model_copy(update={"duration": 0.05})  # an all but empty file
+
+    monkeypatch.setattr(probe_module, "probe", short)
+    ran = run_ota(
+        tmp_path, [turn(frames(0, 4, 2)), turn(span("get_audio", 2, 6))], clip20, **RELEASE
+    )
+    assert ran.codes() == [None, "FFMPEG_AUDIO_FAIL"] and ran.saved.status == "no_answer"
+    assert len(ran.adapter.requests) == 2  # the release ends the sample on a media failure

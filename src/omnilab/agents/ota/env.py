@@ -10,8 +10,8 @@ META and returns what it asked for, in the form the model can take.
 
 Under ``rules="release"`` the labels are the release's (``Frames 10.00s-12.00s (num=5).``, each
 frame after ``Frame 10.00s:``), and each extracted file is probed as the release's ffprobe check
-does (an audio or clip more than 5 s off the asked length, a clip without its sound: a media
-error, which ends such a run). A clip that fails to encode at ``clip_preset`` is encoded again
+does (an audio or clip more than 5 s off the asked length or shorter than 0.1 s, a clip without
+its sound: a media error, which ends such a run). A clip that fails to encode at ``clip_preset`` is encoded again
 at ``ultrafast`` (B.2's fallback, the release's ``_get_clip``).
 
 A model without a modality gets a stand-in (:class:`Conversions`): frames become the OCR text
@@ -49,6 +49,7 @@ Describe = Callable[[Sequence[tuple[float, Path]]], Awaitable[str]]
 _JPEG_QUALITY = 90
 # video_env.py: a probed audio or clip more than dur_tol * 5 (1 s * 5) off the asked length fails.
 _RELEASE_LENGTH_TOLERANCE = 5.0
+_RELEASE_MIN_LENGTH = 0.1  # its min_audio_len: a shorter extracted file fails too
 # Bump when what the frame manifest holds changes, so old cache entries are not read.
 _CACHE_VERSION = 1
 
@@ -250,7 +251,7 @@ class OtaEnv:
 
         info = probe(path)
         length = info.duration or 0.0
-        if length <= 0 or abs(length - expected) > _RELEASE_LENGTH_TOLERANCE:
+        if length < _RELEASE_MIN_LENGTH or abs(length - expected) > _RELEASE_LENGTH_TOLERANCE:
             raise MediaError(
                 MediaErrorCode.CORRUPT, f"Bad duration {length} (expect {expected})", path=path
             )
