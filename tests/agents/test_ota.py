@@ -77,7 +77,7 @@ class Ran:
 
 def run_ota(
     tmp_path: Path,
-    replies: list[str],
+    replies: list[str] | list[s.OutputStep],
     source: Path,
     *,
     caps: Capabilities = ALL,
@@ -86,7 +86,7 @@ def run_ota(
     budgets: Budgets | None = None,
     **options: Any,
 ) -> Ran:
-    model, adapter = scripted([s.text(r) for r in replies], caps=caps)
+    model, adapter = scripted([s.text(r) if isinstance(r, str) else r for r in replies], caps=caps)
     task = AgentTask(
         id="t",
         question="Which colour?",
@@ -180,9 +180,18 @@ def test_older_media_become_placeholders_and_contexts_rebuild_them(
         f"Frames 0.00s-10.00s (num=3). Timestamps: [0.00s, 5.00s, 10.00s] {OMITTED}",
         f"Audio 2.00s-7.00s {OMITTED}",
     ]
-    assert "[NOTICE] Step 3/6. 3 steps remaining." in last[-3].text  # the notice is kept
+    # only the latest notice stays (the release's _append_step_notice); placeholders carry none
+    notices = [m.text.count("[NOTICE]") for m in last[1:]]
+    assert notices[-1] == 1 and sum(notices) == 1
+    assert last[-1].text.endswith("[NOTICE] Step 4/6. 2 steps remaining.")
+    assert last[1].text.startswith("Video META") and "[NOTICE]" not in last[1].text
     edits = [e for e in ran.saved.events if isinstance(e, ContextEdit)]
-    assert len(edits) == 3 and all("B.4" in e.reason for e in edits)
+    assert [("B.4" in e.reason, "notice" in e.reason) for e in edits] == [
+        (False, True),
+        (True, False),
+        (True, False),
+        (True, False),
+    ]
     for traj in (ran.saved, ran.returned):
         contexts = traj.contexts()
         assert len(contexts) == 4
@@ -257,7 +266,8 @@ def test_request_log_of_a_recording_server_shows_placeholders(tmp_path: Path, cl
         ("TOO_MANY_FRAMES", turn(frames(0, 10, 9)), {"max_frames_len": 8}),
         ("AUDIO_TOO_LONG", turn(span("get_audio", 0, 12)), {"max_audio_len": 10}),
         ("CLIP_TOO_LONG", turn(span("get_clip", 0, 12)), {"max_clip_len": 10}),
-        ("LOW_CONFIDENCE", turn(answer("B"), confidence=0.5), {}),
+        ("LOW_CONFIDENCE", turn(answer("B"), confidence=0.5), {"confidence_threshold": 0.9}),
+        ("EARLY_ANSWER", turn(answer("B")), {"refuse_early_answer": True}),
     ],
 )
 def test_each_error_is_fed_back_with_its_code(
@@ -311,6 +321,7 @@ def test_every_error_code_is_tested() -> None:
         "INVALID_JSON", "MULTIPLE_ACTIONS", "MISSING_FIELD", "INVALID_FIELD", "UNKNOWN_ACTION",
         "TS_OOB", "INVALID_RANGE", "TOO_MANY_FRAMES", "AUDIO_TOO_LONG", "CLIP_TOO_LONG",
         "LOW_CONFIDENCE", "NO_AUDIO", "NO_VIDEO", "REPEAT_ACTION", "MEDIA_ERROR", "FINAL_STEP",
+        "EARLY_ANSWER", "ANSWER_FORMAT", "TOKEN_LIMIT",
     }  # fmt: skip
     assert tested == set(ERROR_CODES)
 
@@ -356,10 +367,14 @@ def test_no_answer_at_the_final_step_ends_the_run_unanswered(tmp_path: Path, cli
     assert ran.saved.messages()[-1].role == "assistant"
 
 
-def test_low_confidence_answers_are_accepted_when_not_strict(tmp_path: Path, clip20: Path) -> None:
-    ran = run_ota(tmp_path, [turn(answer("D"), 0.4)], clip20, strict_confidence=False)
-    assert ran.saved.status == "answered" and ran.saved.answer == "D"
-    assert ran.notes[0].data["confidence"] == 0.4
+def test_an_answer_below_0_9_finishes_unless_the_gate_is_opted_into(
+    tmp_path: Path, clip20: Path
+) -> None:
+    # The release has no threshold: a "C" at confidence 0.85 ends the run (reward 1 there).
+    ran = run_ota(tmp_path, [turn(frames(0, 4, 2)), turn(answer("C"), 0.85)], clip20)
+    assert ran.saved.status == "answered" and ran.saved.answer == "C"
+    assert ran.codes() == [None, None] and ran.notes[1].data["confidence"] == 0.85
+    assert OtaOptions().confidence_threshold is None
     ran = run_ota(
         tmp_path,
         [turn(answer("D"), 0.7), turn(answer("D"), 0.8)],
@@ -367,6 +382,45 @@ def test_low_confidence_answers_are_accepted_when_not_strict(tmp_path: Path, cli
         confidence_threshold=0.75,
     )
     assert ran.codes() == ["LOW_CONFIDENCE", None]
+
+
+def test_a_reply_may_leave_confidence_out_when_not_required(tmp_path: Path, clip20: Path) -> None:
+    bare = json.dumps({"observation": "o", "think": "t", "action": answer("A")})
+    ran = run_ota(tmp_path, [bare, turn(answer("A"), 0.5)], clip20)
+    assert ran.codes() == ["MISSING_FIELD", None]
+    ran = run_ota(tmp_path, [bare], clip20, require_confidence=False)
+    assert ran.saved.answer == "A" and ran.notes[0].data["confidence"] is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "bad", "good"),
+    [("TR", "C", "[[1.0, 2.5]]"), ("NUM", "several", "3"), ("SIZE", "big", "2.5 m")],
+)
+def test_an_answer_whose_form_cannot_be_scored_is_refused_and_retried(
+    tmp_path: Path, clip20: Path, kind: str, bad: str, good: str
+) -> None:
+    info = TaskInfo(benchmark="omniagent", question_type=kind)
+    replies = [turn(answer(bad), 0.95), turn(answer(good), 0.95)]
+    ran = run_ota(tmp_path, replies, clip20, metadata=info)
+    assert ran.codes() == ["ANSWER_FORMAT", None] and ran.saved.answer == good
+    assert ran.request(1)[-1].text.startswith(f"[ERROR] Err.ANSWER_FORMAT: a {kind} answer must")
+    ran = run_ota(tmp_path, replies[:1], clip20, metadata=info, check_answers=False)
+    assert ran.saved.answer == bad
+    # at the final step an answer is taken as it is
+    ran = run_ota(tmp_path, replies[:1], clip20, metadata=info, max_steps=1, dynamic_steps=False)
+    assert ran.saved.answer == bad
+
+
+def test_the_token_limit_ends_the_run(tmp_path: Path, clip20: Path) -> None:
+    from omnilab.models.types import Usage
+
+    def step(prompt_tokens: int, start: float) -> s.OutputStep:
+        return s.text(turn(frames(start, 4, 2)), usage=Usage(prompt_tokens=prompt_tokens))
+
+    ran = run_ota(tmp_path, [step(40, 0), step(90, 1), step(95, 2)], clip20, max_prompt_tokens=100)
+    # the second call's prompt and reply reach 100 - 32 tokens: no third call
+    assert ran.saved.status == "budget" and ran.codes() == [None, None, "TOKEN_LIMIT"]
+    assert len(ran.adapter.requests) == 2
 
 
 def test_turn_limit_scales_with_duration() -> None:

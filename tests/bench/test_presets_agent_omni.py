@@ -1,7 +1,8 @@
 """The ``agent-omni-paper`` preset: L = 3 master loops, the README's model params (temperature 0,
-max_tokens 8192) on the wire, and its ``retry_times: 10`` as ten retries of a reply that does not
-validate (omnilab's default retries once); ``agent-omni-code-x``: the Code-X paper's run of it
-(two rounds, max_tokens 4096, OmniGAIA's reference judge rules)."""
+max_tokens 8192) on the wire, the release's structured calls (format instructions in the system
+prompt, no response_format, LangChain's fixing prompt, then the call again, ``retry_times: 10``;
+omnilab's default retries once); ``agent-omni-code-x``: the Code-X paper's run of it (two rounds,
+max_tokens 4096, OmniGAIA's reference judge rules)."""
 
 from __future__ import annotations
 
@@ -69,20 +70,38 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     preset = get_protocol("agent-omni-paper")
     assert "huawei-lin/Agent-Omni" in preset.source and preset.agent == "master" and preset.gaps
     options = get_agent("master", **preset.agent_options).options  # type: ignore[attr-defined]
-    assert (options.max_rounds, options.format_retries) == (3, 10)
+    assert (options.max_rounds, options.format_retries) == (3, 9)  # retry_times 10: ten tries
+    assert (options.rules, options.all_rounds, options.format_instructions) == (
+        "release",
+        True,
+        True,
+    )
     assert preset.scorer == "mcq" and any(g.finding == "model pool" for g in preset.gaps)
 
 
 def test_sampling_and_retries_on_the_wire(tmp_path: Path) -> None:
-    bodies, row, errors = _eval(tmp_path / "preset", "--protocol", "agent-omni-paper")
-    # reasoning: 3 bad replies and the plan (4 calls), the text agent, the decision
+    bodies, row, errors = _eval(
+        tmp_path / "preset", "--protocol", "agent-omni-paper", "-O", "all_rounds=false"
+    )
+    # reasoning: a bad reply, its fix (bad), the call again (bad), its fix (the plan); then the
+    # text agent's one question and the decision
     assert len(bodies) == 6 and not errors and row["score"]["correct"] is True
     assert all((b["temperature"], b["max_tokens"]) == (0.0, 8192) for b in bodies)
-    assert "response_format" in bodies[0]
-    # omnilab's default: one retry, then the reasoning reply is a format error
+    assert not any("response_format" in b for b in bodies)  # the release sends none
+    system = bodies[0]["messages"][0]["content"]
+    assert "The output should be formatted as a JSON instance" in system
+    assert "The user's goal or intention" in system  # the schema's descriptions
+    fixes = [b["messages"] for b in (bodies[1], bodies[3])]
+    assert all(len(m) == 1 and m[0]["content"].startswith("Instructions:\n----") for m in fixes)
+    assert (
+        "not JSON 0" in fixes[0][0]["content"] and "Above, the Completion" in fixes[0][0]["content"]
+    )
+    assert bodies[2]["messages"] == bodies[0]["messages"]  # the call again, from scratch
+    # omnilab's rules and one retry: the reasoning reply is a format error
     bodies, row, errors = _eval(tmp_path / "default", "--protocol", "agent-omni-paper", "-O",
-                                "format_retries=1")  # fmt: skip
+                                "format_retries=1", "-O", "rules=omnilab")  # fmt: skip
     assert errors and "MasterReasoningStructure" in errors[0] and "after 2 attempts" in errors[0]
+    assert "response_format" in bodies[0]
 
 
 def test_the_code_x_run_of_agent_omni_loads() -> None:

@@ -1,6 +1,7 @@
-"""The ``omniagent-paper`` preset: the authors' batch evaluator (HarryHsing/OmniAgent
-``demo/omniagent_eval.py``) on the wire: sampling 1.0 / 0.95 / top-k 20 / 4096 tokens, the README's
-turn limit ``min(5 + int(duration / 60), 32)`` and answers accepted whatever their confidence."""
+"""The ``omniagent-paper`` preset: the authors' released environment (``video_env.py``) and batch
+evaluator (``demo/omniagent_eval.py``) on the wire: sampling 1.0 / 0.95 / top-k 20 / 4096 tokens,
+the turn limit ``min(5 + int(duration / max_clip_len), 32)``, the release's texts, EARLY_ANSWER at
+step 1, and answers accepted whatever their confidence (the release has no threshold)."""
 
 from __future__ import annotations
 
@@ -70,8 +71,12 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     assert "HarryHsing/OmniAgent" in preset.source and preset.agent == "ota" and preset.gaps
     agent = get_agent("ota", **preset.agent_options)
     options = agent.options  # type: ignore[attr-defined]
-    assert (options.seconds_per_step, options.step_rounding) == (60.0, "floor")
-    assert options.strict_confidence is False and preset.budgets.max_turns >= 52  # K limits
+    assert (options.seconds_per_step, options.step_rounding) == ("clip", "floor")
+    assert options.rules == "release" and options.refuse_early_answer is True
+    assert options.confidence_threshold is None and options.require_confidence is False
+    assert preset.budgets.max_turns >= 52  # K limits
+    assert preset.scorer == "omniagent-release"
+    assert all(gap.reason for gap in preset.gaps)  # every remaining gap says why
 
 
 def test_the_turn_limit_follows_the_readme_formula() -> None:
@@ -85,8 +90,14 @@ def test_the_turn_limit_follows_the_readme_formula() -> None:
 
 def test_sampling_turn_limit_and_confidence_on_the_wire(tmp_path: Path, clip: Path) -> None:
     bodies, row = _eval(tmp_path / "preset", clip, "--protocol", "omniagent-paper")
-    # STRICT_CONFIDENCE_CHECK=False: the first answer counts, whatever its confidence
-    assert len(bodies) == 1 and row["score"]["correct"] is True
+    # EARLY_ANSWER refuses step 1; then the answer counts, whatever its confidence
+    assert len(bodies) == 2 and row["score"]["correct"] is True
+    assert row["score"]["scorer"] == "omniagent-release"
+    assert row["score"]["details"]["reference"] == 1.0 and row["score"]["details"]["strict"] == 1.0
+    sent = json.dumps(bodies[1]["messages"], ensure_ascii=False)
+    assert "Video META:\\n- duration_seconds: 8.00" in sent
+    assert "[ERROR] EARLY_ANSWER: Must gather evidence before answering" in sent
+    assert bodies[0]["messages"][0]["content"].startswith("\nYou are the **Deep-Omni-Research")
     body = bodies[0]
     assert (body["temperature"], body["top_p"], body["max_tokens"], body["top_k"]) == (
         1.0,
@@ -94,12 +105,12 @@ def test_sampling_turn_limit_and_confidence_on_the_wire(tmp_path: Path, clip: Pa
         4096,
         20,
     )
-    # strict again: refused until the final step, which comes at 5 + int(8 / 60) = 5 turns
-    strict, _ = _eval(
-        tmp_path / "strict", clip, "--protocol", "omniagent-paper", "-O", "strict_confidence=true"
+    # the opt-in gate: refused until the final step, which comes at 5 + int(8 / 60) = 5 turns
+    gated, _ = _eval(
+        tmp_path / "gated", clip, "--protocol", "omniagent-paper", "-O", "confidence_threshold=0.9"
     )
-    assert len(strict) == 5
-    # omnilab's defaults: strict, K = 5 + ceil(8 / 240) = 6, provider's sampling
+    assert len(gated) == 5
+    # omnilab's defaults: no gate, no EARLY_ANSWER, provider's sampling
     default, row = _eval(tmp_path / "default", clip)
-    assert len(default) == 6 and row["score"]["correct"] is True
+    assert len(default) == 1 and row["score"]["correct"] is True
     assert "temperature" not in default[0] and "top_k" not in default[0]

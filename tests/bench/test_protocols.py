@@ -209,3 +209,21 @@ def test_a_task_with_missing_media_fails_or_runs_without_them(tmp_path: Path, ch
     assert again.exit_code != 0 and "missing_media" in str(again.exception)  # changes results
     bad = runner.invoke(app, [*args[:-1], "maybe"])
     assert bad.exit_code != 0 and "--missing-media is fail or drop" in str(bad.exception)
+
+
+@pytest.mark.parametrize("name", ["omniagent-paper", "agent-omni-paper"])
+def test_protocols_names_each_remaining_gap_with_its_reason(name: str) -> None:
+    preset = get_protocol(name)
+    assert all(gap.reason for gap in preset.gaps), [g.finding for g in preset.gaps if not g.reason]
+    listed = runner.invoke(app, ["protocols"])
+    assert listed.exit_code == 0, listed.output
+    block = listed.output.split(f"{name}:", 1)[1].split("\n\n", 1)[0]
+    for gap in preset.gaps:
+        assert f"- {gap.finding}: {gap.reason[:40]}" in " ".join(block.split())
+    shown = runner.invoke(app, ["protocols", name])
+    assert shown.exit_code == 0 and all(
+        f"why: {g.reason[:40]}" in shown.output for g in preset.gaps
+    )
+    # the released code is public: no preset may say otherwise
+    text = json.dumps(preset.model_dump()).lower()
+    assert "not released" not in text and "is not in the release" not in text

@@ -1,6 +1,7 @@
 """``omnilab export sft --format omniagent-steps``: rows of a scripted ``ota`` run match the field
-names, types and nesting of OmniAgent's released SFT example, and reproduce every call's purged
-context."""
+names, types and nesting of OmniAgent's released SFT example (side by side with a released row,
+``tests/data/omniagent_release_sft_row.json``), reproduce every call's purged context, and are the
+rows the release's SFT filter keeps: no refused turn, one winning rollout per task."""
 
 from __future__ import annotations
 
@@ -81,10 +82,17 @@ def test_rows_match_the_released_schema_and_reproduce_purged_contexts(
     ota_run: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "steps.jsonl"
-    said = cli("export", "sft", ota_run, "--format", "omniagent-steps", "--out", out, "--check")
+    said = cli(
+        "export", "sft", ota_run, "--format", "omniagent-steps", "--keep-all", "--out", out,
+        "--check",
+    )  # fmt: skip
     assert "wrote 5 rows from 2 rollouts" in said and "omniagent-steps rules" in said
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     for row in rows:
+        if row["question_id"] == "tr":  # a TR answer is a list of spans, options null
+            info = row["extra_info"]
+            assert info["answer"] == [[2.0, 6.0]] and info["options"] is None
+            row = {**row, "extra_info": {**info, "answer": "", "options": []}}
         assert matches(row, STEP_ROW) == []
         for message in row["raw_input"]:
             assert set(message) == {"role", "content"}
@@ -114,7 +122,7 @@ def test_rows_match_the_released_schema_and_reproduce_purged_contexts(
     # step 2 still has the frames; step 3 holds their placeholder and the audio instead
     assert [p["type"] for p in mcq[1]["raw_input"][3]["content"]].count("image") == 2
     purged = mcq[2]["raw_input"][3]["content"]
-    assert [p["type"] for p in purged] == ["text", "text"]
+    assert [p["type"] for p in purged] == ["text"]  # the notice went with the media
     assert purged[0]["text"].endswith("[MEDIA OMITTED - Refer to your Observation]")
     assert [p["type"] for p in mcq[2]["raw_input"][5]["content"]] == ["text", "audio", "text"]
 
@@ -127,10 +135,70 @@ def test_rows_match_the_released_schema_and_reproduce_purged_contexts(
     assert info["video"] == "videos/Src/v.mp4" and info["question_type"] == "MCQ_Holmes"
     assert info["options"] == ["A. a cat", "B. a counter"] and info["answer"] == "B"
     assert info["has_audio"] is True and abs(info["duration_seconds"] - 8.0) < 0.3
-    assert info["fps"] == 5.0 and info["mode"] == "native"
+    assert info["fps"] == 5.0 and info["mode"] == "OmniAgent"
     assert info["env_config"]["actual_max_frames"] == "60"
     assert info["max_steps"] == info["env_config"]["actual_max_steps"] > 0
     # the reply that was not JSON is an invalid action
     tr = [r for r in rows if r["question_id"] == "tr"]
     assert [r["extra_info"]["is_action_valid"] for r in tr] == ["False", "True"]
     assert tr[0]["output"] == "not json" and tr[1]["done"] == "True"
+
+
+def test_the_release_filter_drops_refused_turns_and_keeps_one_winner(
+    ota_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "steps.jsonl"
+    said = cli("export", "sft", ota_run, "--format", "omniagent-steps", "--out", out)
+    assert "wrote 4 rows from 2 rollouts" in said
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    # the refused "not json" turn of tr has no row; its answer turn keeps its step number
+    tr = [r for r in rows if r["question_id"] == "tr"]
+    assert [r["step"] for r in tr] == [2] and tr[0]["output"] != "not json"
+    assert all(r["extra_info"]["is_action_valid"] == "True" for r in rows)
+    # --with-refused keeps it (the winners only, still)
+    said = cli(
+        "export", "sft", ota_run, "--format", "omniagent-steps", "--with-refused", "--out", out
+    )
+    assert "wrote 5 rows" in said
+    # the same run twice: one winning rollout per task
+    said = cli("export", "sft", ota_run, ota_run, "--format", "omniagent-steps", "--out", out)
+    assert "wrote 4 rows from 4 rollouts" in said and "release filter" in said
+
+
+def test_only_valid_steps_for_the_chat_formats(ota_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chat.jsonl"
+    cli("export", "sft", ota_run, "--format", "openai", "--out", out)
+    everything = out.read_text(encoding="utf-8")
+    assert "not json" in everything
+    said = cli("export", "sft", ota_run, "--format", "openai", "--valid-only", "--out", out)
+    assert "wrote 4 rows" in said
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    trained = [m for r in rows for m in r["messages"] if m.get("weight") == 1]
+    assert len(trained) == 4 and all("not json" not in json.dumps(m) for m in trained)
+
+
+def test_an_exported_row_side_by_side_with_a_released_row(ota_run: Path, tmp_path: Path) -> None:
+    released = json.loads(
+        (Path(__file__).parents[1] / "data" / "omniagent_release_sft_row.json").read_text("utf-8")
+    )["row"]
+    out = tmp_path / "steps.jsonl"
+    cli("export", "sft", ota_run, "--format", "omniagent-steps", "--out", out)
+    ours = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert ours["question_id"] == "mcq" and ours["step"] == released["step"] == 1
+
+    def layout(value: Any) -> Any:
+        """Keys, in order, and exact types, recursively; a message list by roles and parts."""
+        if isinstance(value, dict):
+            return [(k, layout(v)) for k, v in value.items()]
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            return [layout(v) for v in value]
+        return type(value).__name__
+
+    assert layout(ours) == layout(released)
+    # the first step's input: the system prompt (one text part), then the first message and
+    # its notice as two text parts
+    assert [(m["role"], [p["type"] for p in m["content"]]) for m in ours["raw_input"]] == [
+        ("system", ["text"]),
+        ("user", ["text", "text"]),
+    ]
+    assert ours["raw_input"][1]["content"][1]["text"].lstrip().startswith("[NOTICE]")

@@ -75,6 +75,22 @@ def sft(
             "--reasoning", help="Put each reply's reasoning before it as <think>...</think>."
         ),
     ] = False,
+    valid_only: Annotated[
+        bool | None,
+        typer.Option(
+            "--valid-only/--with-refused",
+            help="Leave out the turns the agent's environment refused (one row per model call); "
+            "default: on for omniagent-steps, off for the chat formats.",
+        ),
+    ] = None,
+    keep_all: Annotated[
+        bool,
+        typer.Option(
+            "--keep-all",
+            help="omniagent-steps: every rollout and every turn, not only the release filter's "
+            "winners (one correct rollout per task) without refused turns.",
+        ),
+    ] = False,
     check: Annotated[
         bool,
         typer.Option("--check", help="Read the file back and check it with the trainer's loader."),
@@ -100,7 +116,15 @@ def sft(
         agents=frozenset(split_values(agent)),
         tasks=frozenset(split_values(task)),
     )
-    export = sft_rows(runs, fmt, keep, per_call=per_call, reasoning=reasoning)
+    export = sft_rows(
+        runs,
+        fmt,
+        keep,
+        per_call=per_call,
+        reasoning=reasoning,
+        valid_only=valid_only,
+        keep_all=keep_all,
+    )
     from omnilab.train.files import write_rows
 
     write_rows(export.rows, out)

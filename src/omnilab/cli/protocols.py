@@ -46,6 +46,9 @@ def protocols(
             if named:
                 gaps += f"; {named} named divergences, each with its reason"
             console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}; {gaps}")
+            for gap in preset.gaps:
+                why = f": {escape(gap.reason)}" if gap.reason else ""
+                console.print(f"    - {escape(gap.finding)}{why}")
             continue
         console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}")
         console.print(f"  agent = {preset.agent}")

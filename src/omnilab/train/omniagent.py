@@ -4,12 +4,20 @@ Field names, types and nesting follow the release (github.com/HarryHsing/OmniAge
 ``data/example_train_sft.jsonl``, ``data/example_train_rl.jsonl`` and
 ``inference/results_final_v1_rl/filter_and_export_rl.py``), including its quirks: ``done`` and
 ``is_action_valid`` are the strings ``"True"``/``"False"``, ``env_config.actual_max_frames`` is a
-string, and an RL row's ``prompt`` is ``[{"content": "", "role": "user"}]`` (OmniAgent's
-environment builds the prompt from the other fields).
+string, a TR ``answer`` is a list of spans, ``options`` is ``null`` but for MCQ, ``mode`` is
+``OmniAgent`` (the name ``video_env.py``'s prompt table takes) and an RL row's ``prompt`` is
+``[{"content": "", "role": "user"}]`` (OmniAgent's environment builds the prompt from the other
+fields).
+
+Which rows: the release's SFT filter (``inference/results_final_v1/filter_and_export_sft.py``)
+keeps, per question, the last trajectory that won (else none), drops a trajectory of more than 50
+steps, and drops every step the environment refused (:func:`~.validity.refused_calls`);
+:func:`release_winners` and ``omniagent_step_rows(valid_only=True)`` do the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,9 +29,24 @@ from omnilab.models import Message
 from omnilab.train.chat_formats import media_path
 from omnilab.train.examples import context_calls
 from omnilab.train.runs import RunRecord
+from omnilab.train.validity import refused_calls
 from omnilab.trajectory import StepNote, StepScore
 
-__all__ = ["VideoMeta", "omniagent_rl_row", "omniagent_step_rows", "task_fields", "video_meta"]
+__all__ = [
+    "RELEASE_MAX_STEPS",
+    "VideoMeta",
+    "omniagent_rl_row",
+    "omniagent_step_rows",
+    "release_winners",
+    "task_fields",
+    "video_meta",
+]
+
+RELEASE_MAX_STEPS = 50
+"""``filter_and_export_sft.py --max_steps`` (its default): a longer winning trajectory is dropped."""
+
+MODE = "OmniAgent"
+"""``video_env.py``'s ``mode``: the key of its prompt-builder table (``{"OmniAgent": ...}``)."""
 
 JsonDict = dict[str, Any]
 
@@ -79,6 +102,20 @@ def task_fields(task: Task) -> JsonDict:
     }
 
 
+def sft_fields(fields: JsonDict) -> JsonDict:
+    """:func:`task_fields` as the release's SFT rows hold them (its environment's sample): a TR
+    answer as its list of spans, ``options`` ``null`` but for MCQ. (Its RL file keeps the TR
+    answer as text, as :func:`omniagent_rl_row` does.)"""
+    base = str(fields["question_type"]).split("_", 1)[0].upper()
+    out = dict(fields)
+    if base == "TR":
+        with contextlib.suppress(ValueError):
+            out["answer"] = json.loads(str(fields["answer"]))
+    if base != "MCQ":
+        out["options"] = None
+    return out
+
+
 # --- SFT: one row per model call ------------------------------------------------------------------
 
 
@@ -108,24 +145,46 @@ def _notes(record: RunRecord) -> list[JsonDict]:
     return [e.data for e in record.trajectory.events if isinstance(e, StepNote)]
 
 
-def omniagent_step_rows(record: RunRecord, probe: Probe = video_meta) -> list[JsonDict]:
-    """Every model call of the rollout's main loop as one row of OmniAgent's SFT file."""
+def release_winners(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
+    """The rollouts the release's SFT filter keeps: per task, the last one judged correct, if
+    it has at most :data:`RELEASE_MAX_STEPS` model calls; and how many rollouts were left out."""
+    by_task: dict[str, list[RunRecord]] = {}
+    for record in records:
+        by_task.setdefault(record.task_id, []).append(record)
+    kept: list[RunRecord] = []
+    for group in by_task.values():
+        won = [r for r in group if r.result.judged is True]
+        if won and _calls(won[-1]) <= RELEASE_MAX_STEPS:
+            kept.append(won[-1])
+    return kept, sum(len(g) for g in by_task.values()) - len(kept)
+
+
+def _calls(record: RunRecord) -> int:
+    return sum(len(c) for c in context_calls(record.trajectory.contexts()).values())
+
+
+def omniagent_step_rows(
+    record: RunRecord, probe: Probe = video_meta, *, valid_only: bool = False
+) -> list[JsonDict]:
+    """Every model call of the rollout's main loop as one row of OmniAgent's SFT file;
+    ``valid_only``: not the calls the environment refused."""
     traj = record.trajectory
     start = traj.run_start
     config: JsonDict = dict(start.config) if start is not None else {}
     task = record.task
     meta = probe(task) if task is not None else VideoMeta(None, 0.0, 0.0, False)
     fields = (
-        task_fields(task)
+        sft_fields(task_fields(task))
         if task is not None
         else {
             "question_type": "FF",
             "question": start.question if start is not None else "",
             "answer": "",
-            "options": [],
+            "options": None,
         }
     )
     scores = {e.target_id: e.value for e in traj.events if isinstance(e, StepScore)}
+    refused = refused_calls(traj) if valid_only else set()
     notes = _notes(record)
     won = record.result.judged is True
     max_steps = int(
@@ -138,6 +197,7 @@ def omniagent_step_rows(record: RunRecord, probe: Probe = video_meta) -> list[Js
         "actual_max_clip": float(config.get("max_clip_len") or 0.0),
         "video_duration": meta.duration_seconds,
     }
+    limit = int(config.get("max_prompt_tokens") or record.config.budgets.max_tokens or 0)
     rows: list[JsonDict] = []
     for calls in context_calls(traj.contexts()).values():
         completion = 0
@@ -147,6 +207,8 @@ def omniagent_step_rows(record: RunRecord, probe: Probe = video_meta) -> list[Js
             reward = scores.get(ctx.call.id, record.reward if last else 0.0)
             note = notes[i] if len(notes) == len(calls) else {}
             completion += ctx.output.usage.completion_tokens
+            if ctx.call.id in refused:
+                continue
             rows.append(
                 {
                     "question_id": record.task_id,
@@ -162,7 +224,7 @@ def omniagent_step_rows(record: RunRecord, probe: Probe = video_meta) -> list[Js
                         "duration_seconds": meta.duration_seconds,
                         "has_audio": meta.has_audio,
                         **fields,
-                        "mode": str(config.get("mode") or record.config.agent),
+                        "mode": MODE,
                         "max_steps": max_steps,
                         "won": won and last,
                         "is_action_valid": str(note.get("error") is None),
@@ -171,7 +233,7 @@ def omniagent_step_rows(record: RunRecord, probe: Probe = video_meta) -> list[Js
                             "final_history_tokens": ctx.output.usage.prompt_tokens,
                             "total_assistant_tokens": completion,
                             "avg_assistant_tokens": completion / (i + 1),
-                            "max_prompt_limit": int(record.config.budgets.max_tokens or 0),
+                            "max_prompt_limit": limit,
                         },
                         "env_config": env_config,
                     },

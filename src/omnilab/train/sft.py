@@ -10,8 +10,9 @@ from typing import Any, Literal
 from omnilab.bench.errors import BenchError
 from omnilab.train.chat_formats import openai_row, sharegpt_row, trl_row
 from omnilab.train.examples import examples
-from omnilab.train.omniagent import omniagent_step_rows
+from omnilab.train.omniagent import omniagent_step_rows, release_winners
 from omnilab.train.runs import RecordFilter, iter_records
+from omnilab.train.validity import refused_calls
 
 __all__ = ["SFT_FORMATS", "SftExport", "SftFormat", "sft_rows"]
 
@@ -40,26 +41,48 @@ def sft_rows(
     *,
     per_call: bool = False,
     reasoning: bool = False,
+    valid_only: bool | None = None,
+    keep_all: bool = False,
 ) -> SftExport:
     """Rows of ``fmt`` for every kept rollout of ``folders``; :class:`BenchError` (one line,
-    naming the filters and what each dropped) when no rollout is left."""
+    naming the filters and what each dropped) when no rollout is left.
+
+    ``valid_only``: leave out every model call the scaffold refused
+    (:func:`~omnilab.train.validity.refused_calls`), one row per call; default: on for
+    ``omniagent-steps`` (the release's filter), off for the chat formats. ``omniagent-steps``
+    also keeps only the release's winners (:func:`~omnilab.train.omniagent.release_winners`)
+    unless ``keep_all``, which keeps every rollout and every call (``valid_only`` still applies
+    when given)."""
     if fmt not in SFT_FORMATS:
         raise BenchError(f"unknown format {fmt!r}; use one of {', '.join(SFT_FORMATS)}")
     out = SftExport()
-    records = []
-    for record in iter_records(folders, keep, out.dropped):
-        out.rollouts += 1
-        if fmt == "omniagent-steps":
-            rows = omniagent_step_rows(record)
+    records = list(iter_records(folders, keep, out.dropped))
+    out.rollouts = len(records)
+    if fmt == "omniagent-steps":
+        valid = (not keep_all) if valid_only is None else valid_only
+        chosen = records
+        if not keep_all:
+            chosen, left = release_winners(records)
+            if left:
+                out.dropped["release filter (one winning rollout per task)"] = left
+        for record in chosen:
+            rows = omniagent_step_rows(record, valid_only=valid)
             out.rows.extend(rows)
             out.per_call += len(rows)
-        else:
-            records.append(record)
-    found = [e for r in records for e in examples(r, per_call=per_call, reasoning=reasoning)]
-    if fmt == "trl" and not per_call and any(e.step is not None for e in found):
+        records = []
+    one_call = per_call or bool(valid_only)
+    found = [e for r in records for e in examples(r, per_call=one_call, reasoning=reasoning)]
+    if fmt == "trl" and not one_call and any(e.step is not None for e in found):
         # TRL reads one layout per dataset (prompt-completion when a "prompt" column exists):
         # once one context needs per-call rows, every row is per call.
         found = [e for r in records for e in examples(r, per_call=True, reasoning=reasoning)]
+    if valid_only and records:
+        refused = {r.trajectory.header.run_id: refused_calls(r.trajectory) for r in records}
+        found = [
+            e
+            for e in found
+            if e.calls[-1].call.id not in refused[e.record.trajectory.header.run_id]
+        ]
     if fmt in _CHAT:
         out.rows = [_CHAT[fmt](e) for e in found]
         out.per_call = sum(e.step is not None for e in found)

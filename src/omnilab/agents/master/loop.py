@@ -12,17 +12,24 @@
 
 Each stage call is its own context, named by role, stage and round (``master-r2-decision-7``,
 ``image-r2-8``), and each stage leaves a ``StepNote`` (``omnilab ask`` shows them live).
+
+The reasoning and decision system prompts end with the output parser's format instructions (the
+schema with its field descriptions), as the release sends them. Under ``rules="release"`` the
+stages run as huawei-lin/Agent-Omni's code does (:mod:`.release`): its prompt texts and variable
+rendering, a free-text summary per modality ("Summarize the provided video."), one free-text call
+per sub-question, no ``response_format``, the fixing prompt then a fresh call for a reply that
+does not parse. ``all_rounds`` runs every round whatever ``is_final`` says (the release's graph).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omnilab.agents.master import release
+from omnilab.agents.master.free_text import FreeTextAgents, run_all
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ModalityAgent
 from omnilab.agents.master.schemas import (
@@ -34,7 +41,7 @@ from omnilab.agents.master.schemas import (
 from omnilab.agents.master.structured import Reply, ask_json
 from omnilab.agents.master.views import agent_parts
 from omnilab.agents.question import question_text
-from omnilab.agents.session import AgentRun
+from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.templates import render
 from omnilab.content import Text
 from omnilab.models.types import Message
@@ -67,17 +74,6 @@ class Round:
         return out
 
 
-async def _all(calls: list[Coroutine[Any, Any, Reply | None]]) -> list[Reply | None]:
-    """Await ``calls`` concurrently; the first failure (a model error) cancels the rest and is
-    raised as itself, so the run session ends the run as for any model failure."""
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(c) for c in calls]
-    except ExceptionGroup as e:
-        raise e.exceptions[0] from None
-    return [t.result() for t in tasks]
-
-
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
@@ -98,6 +94,10 @@ class MasterLoop:
         self.views: Path = run.ctx.workspace / "views"
         self.summaries: dict[str, dict[str, str]] = {}
         self.rounds: list[Round] = []
+        self.release = options.rules == "release"
+        self.modality_summaries: dict[str, str] = {}
+        """Under the release's rules: one free-text summary per modality."""
+        self.free = FreeTextAgents(run, options, self.views)
         self.query = question_text(run.task)
         self.agent_info = json.dumps(
             [
@@ -135,7 +135,7 @@ class MasterLoop:
                 last_text = decision.text
                 continue
             last = decision.value
-            if decision.value["is_final"]:
+            if decision.value["is_final"] and not self.options.all_rounds:
                 run.stats["stopped_early"] = float(number < self.options.max_rounds)
                 return self._finish(last, last_text, None)
         return self._finish(last, last_text, None)
@@ -157,8 +157,14 @@ class MasterLoop:
 
     async def perceive(self) -> bool:
         """Summarise every input of every agent, concurrently; ``False`` when time ran out."""
+        if self.release:
+            found = await self.free.summaries([a for a in self.agents.values() if a.inputs])
+            if found is None:
+                return False
+            self.modality_summaries = found
+            return True
         jobs = [(a, item.id) for a in self.agents.values() for item in a.inputs]
-        done = await _all([self._summary(a, i) for a, i in jobs])
+        done = await run_all([self._summary(a, i) for a, i in jobs])
         for (agent, item), reply in zip(jobs, done, strict=True):
             if reply is None:
                 return False
@@ -197,12 +203,77 @@ class MasterLoop:
         )
 
     def _input_summaries(self) -> str:
+        if self.release:
+            return release.summary_lines(self.modality_summaries)
         return json.dumps(self.summaries, ensure_ascii=False) if self.summaries else "(none)"
 
     def _history(self, rounds: list[Round]) -> str:
+        if self.release:
+            return self._release_history(rounds)
         if not rounds:
             return "(none: this is the first round)"
         return json.dumps([r.record() for r in rounds], ensure_ascii=False)
+
+    def _release_history(self, rounds: list[Round]) -> str:
+        results: dict[str, list[list[dict[str, str]]]] = {}
+        for r in rounds:
+            for agent in self.agents.values():
+                if not agent.inputs:
+                    continue  # the release's agents without input return None, not a list
+                pairs: list[dict[str, str]] = next(
+                    (
+                        x.get("questions_and_answers", [])
+                        for x in r.results
+                        if x["agent_name"] == agent.name
+                    ),
+                    [],
+                )
+                results.setdefault(agent.modality, []).append(pairs)
+        decisions = [r.decision for r in rounds if r.decision is not None]
+        return release.history_lines(results, decisions)
+
+    def _pool(self) -> str:
+        if self.release:
+            return release.pool_lines(self.modality_summaries)
+        return self.agent_info
+
+    def _round_value(self, number: int) -> int | str:
+        # The release prints the integer ("This is the 2 round"); Figures 4-5 read "2nd".
+        return number if self.release else _ordinal(number)
+
+    def _system(self, template: str, schema: dict[str, Any], **values: object) -> str:
+        name = f"master_release_{template}" if self.release else f"master_{template}"
+        text = render(name, **values)
+        if self.release or self.options.format_instructions:
+            text += "\n\n" + release.format_instructions(schema)
+        return text
+
+    async def _ask_master(
+        self, current: Round, stage: str, system: str, schema: dict[str, Any], **kw: Any
+    ) -> Reply | None:
+        """A structured call of the master: omnilab's (``response_format`` and a retry with the
+        problem stated) or the release's (no ``response_format``, the fixing prompt, then the
+        same call again from scratch)."""
+        run = self.run_
+
+        def fresh() -> Context:
+            chat = run.context("master", name=f"master-r{current.number}-{stage}")
+            run.add(chat, Message.system(system))
+            run.add(chat, Message.user(self.query))
+            return chat
+
+        return await ask_json(
+            run,
+            fresh(),
+            schema,
+            generate=self.options.generate_for("master"),
+            retries=self.options.format_retries,
+            turn=True,
+            constrain=not self.release,
+            fix_with=release.format_instructions(schema) if self.release else None,
+            fresh=fresh if self.release else None,
+            **kw,
+        )
 
     # -- 2. reasoning -------------------------------------------------------------------------
 
@@ -222,26 +293,23 @@ class MasterLoop:
     async def reason(self, current: Round) -> bool:
         """The master's sub-questions for this round; ``False`` when time ran out."""
         run = self.run_
-        system = render(
-            "master_reasoning",
-            cur_round_num=_ordinal(current.number),
+        pool = self._pool()
+        schema = reasoning_structure(pool, release=self.release).model_json_schema()
+        system = self._system(
+            "reasoning",
+            schema,
+            cur_round_num=self._round_value(current.number),
             historical_message=self._history(self.rounds[:-1]),
             input_summaries=self._input_summaries(),
-            available_agent_info=self.agent_info,
+            available_agent_info=pool,
         )
-        chat = run.context("master", name=f"master-r{current.number}-reasoning")
-        run.add(chat, Message.system(system))
-        run.add(chat, Message.user(self.query))
-        schema = reasoning_structure(self.agent_info).model_json_schema()
-        reply = await ask_json(
-            run,
-            chat,
+        reply = await self._ask_master(
+            current,
+            "reasoning",
+            system,
             schema,
             name="MasterReasoningStructure",
-            generate=self.options.generate_for("master"),
-            retries=self.options.format_retries,
             check=self._check_agents,
-            turn=True,
         )
         if reply is None:
             return False
@@ -271,7 +339,9 @@ class MasterLoop:
     async def execute(self, current: Round) -> bool:
         """Every agent named answers its questions, concurrently; ``False`` when time ran out."""
         named = list(current.instructions.items())
-        replies = await _all([self._answer(self.agents[n], qs, current.number) for n, qs in named])
+        replies = await run_all(
+            [self._answer(self.agents[n], qs, current.number) for n, qs in named]
+        )
         for (name, questions), reply in zip(named, replies, strict=True):
             if reply is None:
                 return False
@@ -298,6 +368,8 @@ class MasterLoop:
     async def _answer(
         self, agent: ModalityAgent, questions: list[str], number: int
     ) -> Reply | None:
+        if self.release:
+            return await self.free.answers(agent, questions, number)
         run = self.run_
         caps = run.models[agent.modality].capabilities
         parts = await agent_parts(agent, caps, self.views)
@@ -319,24 +391,17 @@ class MasterLoop:
     async def decide(self, current: Round) -> Reply | None:
         """The master's decision for this round; ``None`` when time ran out."""
         run = self.run_
-        system = render(
-            "master_decision",
-            cur_round_num=_ordinal(current.number),
+        schema = MasterDecisionStructure.model_json_schema()
+        system = self._system(
+            "decision",
+            schema,
+            cur_round_num=self._round_value(current.number),
             input_summaries=self._input_summaries(),
             historical_message=self._history(self.rounds),
-            available_agent_info=self.agent_info,
+            available_agent_info=self._pool(),
         )
-        chat = run.context("master", name=f"master-r{current.number}-decision")
-        run.add(chat, Message.system(system))
-        run.add(chat, Message.user(self.query))
-        reply = await ask_json(
-            run,
-            chat,
-            MasterDecisionStructure.model_json_schema(),
-            name="MasterDecisionStructure",
-            generate=self.options.generate_for("master"),
-            retries=self.options.format_retries,
-            turn=True,
+        reply = await self._ask_master(
+            current, "decision", system, schema, name="MasterDecisionStructure"
         )
         if reply is None:
             return None

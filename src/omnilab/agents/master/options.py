@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab.models.types import GenerateConfig
@@ -19,6 +21,19 @@ class MasterOptions(BaseModel):
     decision with ``is_final`` true ends the loop earlier."""
     perception: bool = True
     """Run the perception stage (a JSON summary of each input) before the first round."""
+    rules: Literal["omnilab", "release"] = "omnilab"
+    """Whose stage texts and calls: ``omnilab`` (Figures 4-7 as printed, JSON summaries and
+    answers, the schema as ``response_format``) or ``release`` (huawei-lin/Agent-Omni
+    ``src/nodes.py`` and ``src/subagents/*``: its prompt texts and variable rendering, one
+    free-text call per sub-question and per summary, the schema in the prompt only, an
+    unparsable reply repaired by LangChain's fixing prompt and the call made again)."""
+    format_instructions: bool = True
+    """Append the output parser's format instructions (the schema with its field descriptions)
+    to the reasoning and decision system prompts, as the release does; under omnilab's rules
+    the schema also goes as ``response_format``."""
+    all_rounds: bool = False
+    """Run all ``max_rounds`` rounds whatever ``is_final`` says (the release's graph.py, whose
+    is_final test is commented out); off: a final decision ends the loop (the paper's §2)."""
     format_retries: int = Field(default=1, ge=0, le=20)
     """Extra tries a stage gets after a reply that is not valid JSON for its schema, each with
     the problem stated; then the reply is recorded as a format error. The authors' README

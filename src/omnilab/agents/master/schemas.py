@@ -22,14 +22,16 @@ from pydantic import BaseModel, Field, conlist
 __all__ = ["InputSummary", "MasterDecisionStructure", "answers_schema", "reasoning_structure"]
 
 
-def reasoning_structure(available_agent_info: str) -> type[BaseModel]:
-    """Figure 6, with the agent pool filled into ``agent_name``'s description."""
+def reasoning_structure(available_agent_info: str, *, release: bool = False) -> type[BaseModel]:
+    """Figure 6, with the agent pool filled into ``agent_name``'s description; ``release``: the
+    released ``src/nodes.py`` wording of that description ("that are most suitable")."""
+    verb = "are" if release else "is"
 
     # --- Figure 6, verbatim ------------------------------------------------------------------
     class MasterReasoningStructure(BaseModel):
         class AgentInstruction(BaseModel):
             agent_name: str = Field(
-                description=f"The identifier for the agent (selected from agent pool: {available_agent_info}) that is most suitable for handling this intent."
+                description=f"The identifier for the agent (selected from agent pool: {available_agent_info}) that {verb} most suitable for handling this intent."
             )
             questions: conlist(str, min_length=1) = Field(  # type: ignore[valid-type]
                 description="A list of specific questions or instructions for this agent."

@@ -2,10 +2,13 @@
 
 The call asks for the schema through ``GenerateConfig.response_format`` (a server that can
 constrains decoding to it, the local model compiles it to a grammar, other models get it in the
-prompt). A reply that is not JSON matching the schema, or that a stage's own check refuses (an
-agent name not in the pool), gets ``retries`` more chances (one by default) with the problem stated
-(``prompts/master_format_retry.txt``); a last bad reply is recorded as an ``ErrorEvent`` of
-kind ``format`` and the caller goes on without it.
+prompt) unless ``constrain`` is off. A reply that is not JSON matching the schema, or that a
+stage's own check refuses (an agent name not in the pool), gets ``retries`` more chances (one by
+default) with the problem stated (``prompts/master_format_retry.txt``). The release's way
+(``fix_with``, ``fresh``): a bad reply is first sent to the model with LangChain's fixing prompt
+(``prompts/master_format_fix.txt``), and if that does not parse either the call is made again
+from scratch. A last bad reply is recorded as an ``ErrorEvent`` of kind ``format`` and the
+caller goes on without it.
 """
 
 from __future__ import annotations
@@ -63,17 +66,26 @@ async def ask_json(
     check: Check | None = None,
     turn: bool = False,
     retries: int = 1,
+    constrain: bool = True,
+    fix_with: str | None = None,
+    fresh: Callable[[], Context] | None = None,
 ) -> Reply | None:
     """Call ``context``'s role for JSON matching ``schema`` (see the module docstring);
-    ``None`` when the time budget ran out."""
-    fmt = ResponseFormat(json_schema=schema, name=name)
-    config = generate.model_copy(update={"response_format": fmt})
+    ``None`` when the time budget ran out. ``fix_with``: the format instructions the fixing
+    prompt quotes; ``fresh``: makes the context of a new attempt (the same messages again)."""
+    config = generate
+    if constrain:
+        fmt = ResponseFormat(json_schema=schema, name=name)
+        config = generate.model_copy(update={"response_format": fmt})
     problem: str | None = None
     text = ""
     attempts = 1 + max(0, retries)
     for attempt in range(1, attempts + 1):
         if attempt > 1:
-            run.add(context, Message.user(render("master_format_retry", problem=problem)))
+            if fresh is not None:
+                context = fresh()
+            else:
+                run.add(context, Message.user(render("master_format_retry", problem=problem)))
         output = await run.call(context.role, context, config=config, turn=turn)
         if output is None:
             return None
@@ -81,6 +93,12 @@ async def ask_json(
         problem = _problem(text, schema, check)
         if problem is None:
             return Reply(json.loads(_unfenced(text)), text, attempts=attempt)
+        if fix_with is not None:
+            fixed = await _fix(run, context, fix_with, text, problem, config, schema, check)
+            if fixed is None:
+                return None
+            if fixed[1] is None:
+                return Reply(json.loads(_unfenced(fixed[0])), fixed[0], attempts=attempt)
     run.emit(
         ErrorEvent(
             error_kind="format",
@@ -93,3 +111,24 @@ async def ask_json(
         )
     )
     return Reply(None, text, problem, attempts=attempts)
+
+
+async def _fix(
+    run: AgentRun,
+    context: Context,
+    instructions: str,
+    text: str,
+    problem: str,
+    config: GenerateConfig,
+    schema: dict[str, Any],
+    check: Check | None,
+) -> tuple[str, str | None] | None:
+    """One ``OutputFixingParser`` call: the fixing prompt alone, to the same role; its reply
+    and what is still wrong with it (``None``: it parses), or ``None`` when time ran out."""
+    chat = run.context(context.role, name=f"{context.id}-fix")
+    prompt = render("master_format_fix", instructions=instructions, completion=text, error=problem)
+    run.add(chat, Message.user(prompt))
+    output = await run.call(context.role, chat, config=config, turn=False)
+    if output is None:
+        return None
+    return output.text, _problem(output.text, schema, check)

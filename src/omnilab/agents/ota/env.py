@@ -8,6 +8,12 @@ META and returns what it asked for, in the form the model can take.
 - ``get_clip(start, end)``: an H.264 + AAC MP4 of the range with its sound
   (:func:`omnilab.media.clip`).
 
+Under ``rules="release"`` the labels are the release's (``Frames 10.00s-12.00s (num=5).``, each
+frame after ``Frame 10.00s:``), and each extracted file is probed as the release's ffprobe check
+does (an audio or clip more than 5 s off the asked length or shorter than 0.1 s, a clip without
+its sound: a media error, which ends such a run). A clip that fails to encode at ``clip_preset`` is encoded again
+at ``ultrafast`` (B.2's fallback, the release's ``_get_clip``).
+
 A model without a modality gets a stand-in (:class:`Conversions`): frames become the OCR text
 of each frame, plus a description by the ``perception`` role model when the run has one; audio
 becomes the timed ASR transcript and sound events of the range; a clip becomes frames at
@@ -25,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from omnilab.agents.ota import release
 from omnilab.agents.ota.memory import Percept, clock, label
 from omnilab.agents.ota.options import OtaOptions
 from omnilab.agents.ota.protocol import Action, OtaError
@@ -40,6 +47,9 @@ Describe = Callable[[Sequence[tuple[float, Path]]], Awaitable[str]]
 """Asks the perception role model about frames ``(time, jpeg)``; returns its description."""
 
 _JPEG_QUALITY = 90
+# video_env.py: a probed audio or clip more than dur_tol * 5 (1 s * 5) off the asked length fails.
+_RELEASE_LENGTH_TOLERANCE = 5.0
+_RELEASE_MIN_LENGTH = 0.1  # its min_audio_len: a shorter extracted file fails too
 # Bump when what the frame manifest holds changes, so old cache entries are not read.
 _CACHE_VERSION = 1
 
@@ -92,6 +102,7 @@ class OtaEnv:
         self.duration = float(info.duration or 0.0)
         self.has_audio = bool(info.has_audio)
         self.has_video = bool(info.has_video)
+        self.release = options.rules == "release"
 
     def meta(self) -> dict[str, object]:
         """The Video META of the first message: duration, fps, has_audio."""
@@ -160,14 +171,24 @@ class OtaEnv:
     async def _frames(self, start: float, end: float, num: int) -> Percept:
         shots = await asyncio.to_thread(self._frame_files, start, end, num)
         stamps = ", ".join(clock(t) for t, _ in shots)
+        if self.release:
+            key = "label.frame_one" if num == 1 else "label.frames"
+            head = release.text(key, start=clock(start), end=clock(end), num=num)
+            kept = release.text("label.placeholder_frames", head=head, timestamps=stamps)
+            return Percept(head, await self._show(shots), placeholder=kept)
         head = label("frames", start=clock(start), end=clock(end), num=num, timestamps=stamps)
         return Percept(head, await self._show(shots))
+
+    def _frame_label(self, t: float) -> str:
+        if self.release:
+            return release.text("label.frame", time=clock(t))
+        return label("frame", time=clock(t))
 
     async def _show(self, shots: list[tuple[float, Path]]) -> list[Content]:
         if self.caps.image:
             parts: list[Content] = []
             for t, path in shots:
-                parts.append(Text(text=label("frame", time=clock(t))))
+                parts.append(Text(text=self._frame_label(t)))
                 parts.append(Image(path=path, mime_type="image/jpeg"))
             return parts
         text = await asyncio.to_thread(_ocr_text, shots)
@@ -184,6 +205,8 @@ class OtaEnv:
             from omnilab.media.audio import audio_segment
 
             wav = await asyncio.to_thread(audio_segment, self.source.path, start, end)
+            if self.release:
+                await asyncio.to_thread(self._verify, wav, end - start, needs_audio=True)
             return [Audio(path=wav, mime_type="audio/wav")]
         from omnilab.tools.evidence import sound_text
 
@@ -196,16 +219,21 @@ class OtaEnv:
 
             edge = self.options.frame_max_edge or self.caps.max_image_edge
             o = self.options
-            cut = await asyncio.to_thread(
-                clip,
-                self.source.path,
-                start,
-                end,
-                max_edge=edge,
-                preset=o.clip_preset,
-                crf=o.clip_crf,
-            )
-            return Percept(head, [Video(path=cut, mime_type="video/mp4")])
+
+            def cut(preset: str) -> Path:
+                return clip(
+                    self.source.path, start, end, max_edge=edge, preset=preset, crf=o.clip_crf
+                )
+
+            try:
+                made = await asyncio.to_thread(cut, o.clip_preset)
+            except MediaError:
+                if o.clip_preset == "ultrafast":
+                    raise
+                made = await asyncio.to_thread(cut, "ultrafast")
+            if self.release:
+                await asyncio.to_thread(self._verify, made, end - start, needs_audio=self.has_audio)
+            return Percept(head, [Video(path=made, mime_type="video/mp4")])
         num = max(
             2,
             min(self.options.max_frames_len, math.ceil((end - start) * self.options.clip_fps) + 1),
@@ -216,6 +244,19 @@ class OtaEnv:
         parts.append(Text(text="The clip's sound:"))
         parts += await self._sound(start, end)
         return Percept(head, parts)
+
+    def _verify(self, path: Path, expected: float, *, needs_audio: bool) -> None:
+        """The release's ffprobe check of an extracted file (see the module docstring)."""
+        from omnilab.media.probe import probe
+
+        info = probe(path)
+        length = info.duration or 0.0
+        if length < _RELEASE_MIN_LENGTH or abs(length - expected) > _RELEASE_LENGTH_TOLERANCE:
+            raise MediaError(
+                MediaErrorCode.CORRUPT, f"Bad duration {length} (expect {expected})", path=path
+            )
+        if needs_audio and not info.has_audio:
+            raise MediaError(MediaErrorCode.CORRUPT, "no sound in the extracted file", path=path)
 
     def _frame_files(self, start: float, end: float, num: int) -> list[tuple[float, Path]]:
         """``(exact time, jpeg)`` per frame, cached as a whole by request."""

@@ -5,7 +5,8 @@ Every medium the environment returns comes after a label (``Frames 10.00s-12.00s
 Timestamps: [...]``, ``Audio 230.00s-280.00s``, ``Clip 45.00s-60.00s``; each frame is preceded
 by its time). After the model's next turn the whole message is rewritten to its placeholder: the
 label, with the frames' exact timestamps, followed by ``[MEDIA OMITTED - Refer to your
-Observation]``, and the message's other text (the step notice) as it was. The labels and the
+Observation]``, and the message's other text (a format warning) as it was; the step notice goes,
+as only the latest notice stays in the context (the release's ``_append_step_notice``). The labels and the
 marker are Figure 4's, kept in ``prompts/ota_media_labels.txt``.
 """
 
@@ -49,14 +50,18 @@ class Percept:
     for them): all of them go when the turn is consolidated; ``label`` stays.
     """
 
-    def __init__(self, label_text: str, parts: Sequence[Content]) -> None:
+    def __init__(
+        self, label_text: str, parts: Sequence[Content], *, placeholder: str | None = None
+    ) -> None:
         self.label = label_text
         self.parts = list(parts)
+        self._placeholder = placeholder
 
     @property
     def placeholder(self) -> str:
-        """The label with the marker: what the model sees of this percept in later turns."""
-        return f"{self.label} {label('omitted')}"
+        """What the model sees of this percept in later turns: the label with the marker, or
+        the text given (the release's frames placeholder adds the timestamps to its label)."""
+        return self._placeholder or f"{self.label} {label('omitted')}"
 
 
 def placeholder_message(percept: Percept, trailer: Sequence[str]) -> Message:

@@ -8,22 +8,30 @@ scaled with the video's duration. The values below are the authors' released def
 of the B.3 grids (frames 30-60, clips 30-60 s, audio 150-300 s). How K grows with duration is
 not printed in the paper; :func:`turn_limit` is our choice, written down in docs/agents-ota.md.
 The authors' README ("Test-Time Scaling") prints theirs, ``min(MIN_MAX_STEPS + int(duration /
-max_clip_len), MAX_STEPS)``: ``seconds_per_step=60, step_rounding="floor"`` reproduces it (the
-``omniagent-paper`` preset sets both).
+max_clip_len), MAX_STEPS)``: ``seconds_per_step="clip", step_rounding="floor"`` reproduces it
+(the ``omniagent-paper`` preset sets both; ``video_env.py`` divides by the run's
+``max_clip_len``, randomised or not).
+
+``rules`` picks whose environment texts and checks a run uses: omnilab's (Figure 4 as printed,
+tolerant reading, omnilab's error codes) or the release's (``video_env.py`` and
+``video_prompt.py``, :mod:`omnilab.agents.ota.release`). ``random_resources`` is the release's
+``RANDOM_RESOURCE_SFT`` (B.3's randomised limits for SFT synthesis), :func:`randomised`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+import random
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab.models.types import GenerateConfig
 
-__all__ = ["OtaOptions", "StepRounding", "X264Preset", "turn_limit"]
+__all__ = ["OtaOptions", "Rules", "StepRounding", "X264Preset", "randomised", "turn_limit"]
 
 StepRounding = Literal["ceil", "floor"]
+Rules = Literal["omnilab", "release"]
 
 X264Preset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
@@ -42,8 +50,9 @@ class OtaOptions(BaseModel):
     max_steps)."""
     dynamic_steps: bool = True
     """Scale K with the video's duration (Sec. 4); off: K = max_steps."""
-    seconds_per_step: float = Field(default=240.0, gt=0)
-    """With dynamic_steps, one more turn per this many seconds of video above min_steps."""
+    seconds_per_step: Annotated[float, Field(gt=0)] | Literal["clip"] = 240.0
+    """With dynamic_steps, one more turn per this many seconds of video above min_steps;
+    ``"clip"``: per max_clip_len seconds (the release's ``int(duration / max_clip_len)``)."""
     step_rounding: StepRounding = "ceil"
     """How duration / seconds_per_step becomes whole turns: ceil (a started block earns a turn)
     or floor (the authors' ``int(duration / max_clip_len)``)."""
@@ -53,11 +62,36 @@ class OtaOptions(BaseModel):
     """Longest get_audio range, in seconds."""
     max_clip_len: float = Field(default=60.0, gt=0)
     """Longest get_clip range, in seconds."""
-    confidence_threshold: float = Field(default=0.9, ge=0, le=1)
-    """Figure 4's "0.9" rule: an answer below it before the final step is refused."""
-    strict_confidence: bool = True
-    """Refuse low-confidence answers before the final step (LOW_CONFIDENCE); off: accept them
-    (the authors' demo runs with STRICT_CONFIDENCE_CHECK=False) and only record the confidence."""
+    confidence_threshold: float | None = Field(default=None, ge=0, le=1)
+    """An opt-in gate: an answer below this confidence before the final step is refused
+    (LOW_CONFIDENCE). Off by default and in every preset: Figure 4's "0.9" rule is an
+    instruction to the model, and the released environment enforces no threshold."""
+    require_confidence: bool = True
+    """A reply without a ``confidence`` key is an error (Figure 4: "You MUST include" it); the
+    release's ``STRICT_CONFIDENCE_CHECK`` flag, off in its demo and batch evaluator."""
+    rules: Rules = "omnilab"
+    """Whose environment texts and checks: ``omnilab`` (Figure 4 as printed, replies read
+    tolerantly, omnilab's codes) or ``release`` (the authors' ``video_env.py`` and
+    ``video_prompt.py``: their system prompt, first message, notices, strict reading, error
+    codes and texts, and a media failure ends the run)."""
+    refuse_early_answer: bool | None = None
+    """Refuse an answer at step 1 (EARLY_ANSWER); default: as the rules do (release: refuse,
+    omnilab: accept)."""
+    check_answers: bool = True
+    """Refuse an answer whose form cannot be scored, so the model retries: a TR answer without
+    spans, a NUM/SIZE answer without a number (the release's ANSWER_JSON_PARSE, SPAN_FORMAT,
+    ANSWER_NOT_STRING under its rules; ANSWER_FORMAT under omnilab's). At the final step an
+    answer is taken as it is under omnilab's rules; under the release's the run ends."""
+    max_prompt_tokens: int | None = Field(default=None, ge=64)
+    """End the run (TOKEN_LIMIT) once a call's prompt and reply reach this many tokens minus
+    32 (the release's max_prompt_length check, read from each call's reported usage)."""
+    random_resources: bool = False
+    """The release's RANDOM_RESOURCE_SFT (B.3): draw K from [min(22, max_steps), max_steps],
+    frames from [min(30, max_frames_len), max_frames_len] (steps of 2), clip seconds from
+    [30, max(30, max_clip_len)] (steps of 2) and audio seconds from [150, max(150,
+    max_audio_len)] (steps of 10), per task."""
+    seed: int = 0
+    """Seed of random_resources (with the task id, so reruns draw the same limits)."""
     grammar: bool | None = None
     """Constrain replies to the turn's JSON schema (response_format); default: when the model
     declares json_schema support (the local model, vLLM, SGLang, OpenAI)."""
@@ -76,6 +110,21 @@ class OtaOptions(BaseModel):
     """Sampling settings of every agent call (max_tokens caps each reply)."""
 
 
+def randomised(options: OtaOptions, task_id: str) -> OtaOptions:
+    """``options`` with the limits ``random_resources`` draws for ``task_id`` (the release's
+    grids, see the option); unchanged when it is off."""
+    if not options.random_resources:
+        return options
+    rng = random.Random(f"{options.seed}:{task_id}")  # noqa: S311 - limits, not secrets
+    o = options
+    steps = rng.choice(range(min(22, o.max_steps), o.max_steps + 1, 2))
+    frames = rng.choice(range(min(30, o.max_frames_len), o.max_frames_len + 1, 2))
+    clip = float(rng.choice(range(30, int(max(30.0, o.max_clip_len)) + 1, 2)))
+    audio = float(rng.choice(range(150, int(max(150.0, o.max_audio_len)) + 1, 10)))
+    update = {"max_steps": steps, "max_frames_len": frames, "max_clip_len": clip}
+    return options.model_copy(update={**update, "max_audio_len": audio})
+
+
 def turn_limit(options: OtaOptions, duration: float | None, max_turns: int) -> int:
     """K for a video of ``duration`` seconds: ``min_steps + ceil(duration / seconds_per_step)``
     (``floor`` with ``step_rounding="floor"``) clamped to ``[min_steps, max_steps]`` (``max_steps`` without dynamic steps or a duration),
@@ -83,7 +132,8 @@ def turn_limit(options: OtaOptions, duration: float | None, max_turns: int) -> i
     k = options.max_steps
     if options.dynamic_steps and duration is not None:
         low = min(options.min_steps, options.max_steps)
-        blocks = duration / options.seconds_per_step
+        per = options.seconds_per_step
+        blocks = duration / (options.max_clip_len if per == "clip" else per)
         grown = low + (
             math.floor(blocks) if options.step_rounding == "floor" else math.ceil(blocks)
         )

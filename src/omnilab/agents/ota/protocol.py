@@ -19,6 +19,8 @@ from typing import Any, Literal
 __all__ = [
     "ACTIONS",
     "ERROR_CODES",
+    "NUMBER",
+    "RELEASE_CODES",
     "Action",
     "ActionType",
     "OtaError",
@@ -36,6 +38,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "answer": ("content",),
 }
 _TOP = ("observation", "think", "confidence", "action")
+NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+"""A number as the release reads one from an answer (``re.findall`` in ``video_env.py``)."""
 
 ERROR_CODES: dict[str, str] = {
     "INVALID_JSON": "the reply holds no JSON object (B.3's Err.INVALID_JSON)",
@@ -51,12 +55,47 @@ ERROR_CODES: dict[str, str] = {
     "NO_AUDIO": "get_audio (or nothing to hear) on a video without sound (has_audio false)",
     "NO_VIDEO": "get_frames or get_clip on an input without pictures",
     "REPEAT_ACTION": "the exact action and range of an earlier turn",
-    "LOW_CONFIDENCE": "answer below the confidence threshold before the final step",
+    "LOW_CONFIDENCE": "answer below the opt-in confidence_threshold before the final step",
+    "EARLY_ANSWER": "an answer at step 1, before any evidence (refuse_early_answer)",
+    "ANSWER_FORMAT": "a TR answer without a [start, end] pair or a NUM/SIZE answer without a number",
+    "TOKEN_LIMIT": "the prompt reached max_prompt_tokens (the run ends)",
     "MEDIA_ERROR": "the media could not be read (the message carries the media layer's code)",
     "FINAL_STEP": "no answer at the final step (recorded; the run ends without an answer)",
 }
-"""Every code the environment reports, with its meaning (stable: tests and analyses match on
-codes, never on message text)."""
+"""Every code the environment reports under ``rules="omnilab"``, with its meaning (stable:
+tests and analyses match on codes, never on message text)."""
+
+RELEASE_CODES: dict[str, str] = {
+    "STEP_LIMIT_REACHED": "no answer at the final step (the run ends)",
+    "TOKEN_LIMIT_EXCEEDED": "the prompt reached max_prompt_tokens (the run ends)",
+    "FFMPEG_AUDIO_FAIL": "get_audio could not be extracted or checked (the run ends)",
+    "FFMPEG_CLIP_FAIL": "get_clip could not be extracted or checked (the run ends)",
+    "FFMPEG_FRAME_FAIL": "get_frames could not be extracted (the run ends)",
+    "EARLY_ANSWER": "an answer at step 1",
+    "INVALID_JSON": "the reply is not one bare JSON object with the four keys, typed",
+    "TRAILING_GARBAGE": "text after the JSON object",
+    "UNKNOWN_ACTION_TYPE": "action.type is none of the four",
+    "FRAME_TS_OOB": "get_frames outside [0, duration]",
+    "TOO_MANY_FRAMES": "num > max_frames_len",
+    "INVALID_FRAME_NUM": "num < 1",
+    "AUDIO_ARG_TYPE": "get_audio start or end not a number",
+    "NO_AUDIO": "get_audio on a video without sound",
+    "AUDIO_RANGE": "get_audio outside [0, duration]",
+    "AUDIO_TOO_SHORT": "get_audio shorter than 0.1 s",
+    "AUDIO_TOO_LONG": "get_audio longer than max_audio_len",
+    "CLIP_ARG_TYPE": "get_clip start or end not a number",
+    "CLIP_RANGE": "get_clip outside [0, duration]",
+    "CLIP_NEG_LEN": "end before (get_frames) or not after (get_audio, get_clip) start",
+    "CLIP_TOO_LONG": "get_clip longer than max_clip_len",
+    "CLIP_TOO_SHORT": "get_clip of fewer than 4 frames",
+    "ANSWER_NOT_STRING": "answer content not a string, or a NUM/SIZE answer without a number",
+    "ANSWER_JSON_PARSE": "a TR answer that is not JSON",
+    "SPAN_FORMAT": "a TR answer that is not [start, end] pairs",
+    "NO_VIDEO": "get_frames or get_clip on an input without pictures (omnilab's; the release "
+    "takes only videos)",
+}
+"""The codes of the authors' ``video_env.py`` (its ``Err`` enum), used under
+``rules="release"``; their texts are in ``prompts/ota_release_texts.txt``."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +104,12 @@ class OtaError:
 
     code: str
     message: str
+    marker: str | None = None
+    """The word the release prints instead of the code (every reply-parsing refusal is shown
+    as ``INVALID_JSON`` there, whatever its code)."""
 
     def __post_init__(self) -> None:
-        assert self.code in ERROR_CODES, self.code
+        assert self.code in ERROR_CODES or self.code in RELEASE_CODES, self.code
 
 
 @dataclass(frozen=True)
@@ -237,7 +279,7 @@ def _many_or_invalid(value: list[Any]) -> OtaError:
     return OtaError("INVALID_JSON", "the reply is a JSON array, not one JSON object")
 
 
-def _read_top(data: dict[str, Any], turn: Turn) -> dict[str, Any] | None:
+def _read_top(data: dict[str, Any], turn: Turn, require_confidence: bool) -> dict[str, Any] | None:
     for name in ("observation", "think"):
         value = data.get(name)
         if isinstance(value, str):
@@ -245,6 +287,8 @@ def _read_top(data: dict[str, Any], turn: Turn) -> dict[str, Any] | None:
         elif value is not None:
             setattr(turn, name, json.dumps(value, ensure_ascii=False))
     missing = [k for k in _TOP if k not in data]
+    if not require_confidence and missing == ["confidence"]:
+        missing = []
     if missing:
         turn.error = OtaError(
             "MISSING_FIELD",
@@ -252,14 +296,15 @@ def _read_top(data: dict[str, Any], turn: Turn) -> dict[str, Any] | None:
             "think, confidence (0.0-1.0) and action",
         )
         return None
-    confidence = _number(data["confidence"])
-    if confidence is None or not 0.0 <= confidence <= 1.0:
-        turn.error = OtaError(
-            "INVALID_FIELD",
-            f"confidence must be a number from 0.0 to 1.0 (got {data['confidence']!r})",
-        )
-        return None
-    turn.confidence = confidence
+    if "confidence" in data:
+        confidence = _number(data["confidence"])
+        if confidence is None or not 0.0 <= confidence <= 1.0:
+            turn.error = OtaError(
+                "INVALID_FIELD",
+                f"confidence must be a number from 0.0 to 1.0 (got {data['confidence']!r})",
+            )
+            return None
+        turn.confidence = confidence
     action = data["action"]
     if isinstance(action, list):
         turn.error = OtaError(
@@ -315,13 +360,14 @@ def _read_action(data: dict[str, Any], turn: Turn) -> None:
     turn.action = Action(type=kind, start=start, end=end, num=num)
 
 
-def parse_turn(text: str) -> Turn:
-    """Read one reply (see the module docstring); ``Turn.error`` says what was wrong."""
+def parse_turn(text: str, *, require_confidence: bool = True) -> Turn:
+    """Read one reply (see the module docstring); ``Turn.error`` says what was wrong. Without
+    ``require_confidence`` a reply may leave ``confidence`` out."""
     turn = Turn()
     data = _read_json(text, turn)
     if data is None:
         return turn
-    action = _read_top(data, turn)
+    action = _read_top(data, turn, require_confidence)
     if action is not None:
         _read_action(action, turn)
     return turn

@@ -25,12 +25,12 @@ from omnilab.bench.scoring.base import (
 from omnilab.bench.scoring.choice import MultipleChoice, extract_choice
 from omnilab.bench.scoring.judge import LLMJudge, MajorityVote, OmniGaiaScorer, parse_verdict
 from omnilab.bench.scoring.numbers import extract_number, extract_quantity
+from omnilab.bench.scoring.omniagent import OmniAgentScorer
 from omnilab.bench.scoring.rules import (
     MRA_THRESHOLDS,
     AnswerSetMatch,
     MeanRelativeAccuracy,
     NumericMatch,
-    OmniAgentScorer,
     TemporalIoU,
     base_question_type,
     label_tolerance,

@@ -18,11 +18,11 @@ from omnilab.bench.scoring.choice import MultipleChoice
 from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
 from omnilab.bench.scoring.judging import ScoringRules
+from omnilab.bench.scoring.omniagent import OmniAgentScorer
 from omnilab.bench.scoring.rules import (
     AnswerSetMatch,
     MeanRelativeAccuracy,
     NumericMatch,
-    OmniAgentScorer,
     TemporalIoU,
 )
 from omnilab.models.model import Model
@@ -88,6 +88,12 @@ SCORERS: Registry[ScorerEntry] = Registry(
         "majority_vote": ScorerEntry(lambda judges: MajorityVote(list(judges)), "several"),
         "omniagent": ScorerEntry(
             lambda judges: OmniAgentScorer(free_form=OmniGaiaScorer(judges[0]) if judges else None),
+            "optional",
+        ),
+        "omniagent-release": ScorerEntry(
+            lambda judges: OmniAgentScorer(
+                free_form=OmniGaiaScorer(judges[0]) if judges else None, rules="release"
+            ),
             "optional",
         ),
         "mcq": _no_judges(MultipleChoice),

@@ -1,5 +1,5 @@
 """Rule-based scorers: answer sets with aliases, numbers, temporal IoU, MRA, and OmniAgent's
-per-question-type dispatch (its eq. 2).
+base question type (its scorer is :mod:`.omniagent`).
 
 Each reads the answer an agent would record (:func:`~.base.answer_body`: the ``<answer>`` span,
 else the whole prediction), except :class:`AnswerSetMatch`, which by default needs the span (as
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-from omnilab.bench.scoring.base import Score, Scorer, answer_body, extract_answer, matches_any
-from omnilab.bench.scoring.choice import MultipleChoice
+from omnilab.bench.scoring.base import Score, answer_body, extract_answer, matches_any
 from omnilab.bench.scoring.numbers import extract_number, extract_quantity
 from omnilab.bench.scoring.spans import merge_spans, parse_spans
 from omnilab.bench.scoring.units import convert, expected_unit, unit_of
@@ -23,7 +22,6 @@ __all__ = [
     "AnswerSetMatch",
     "MeanRelativeAccuracy",
     "NumericMatch",
-    "OmniAgentScorer",
     "TemporalIoU",
     "base_question_type",
     "label_tolerance",
@@ -215,29 +213,3 @@ class MeanRelativeAccuracy:
             extracted=None if predicted is None else f"{predicted:g}",
             details={"mra": value, "expected": truth, "unit": unit},
         )
-
-
-class OmniAgentScorer:
-    """OmniAgent's reward by question type (eq. 2): MCQ and NUM exact, TR by IoU, SIZE by MRA.
-
-    A type with a dataset suffix (``MCQ_LongVR-Short``, ``TR_MultiHop``, ``SIZE_VSI``) is scored
-    as its base type. FF (free-form) answers go to ``free_form`` (e.g. an
-    :class:`~.judge.OmniGaiaScorer` with a judge); without one they are matched against the
-    answer set.
-    """
-
-    name = "omniagent"
-
-    def __init__(self, *, free_form: Scorer | None = None) -> None:
-        self.by_type: dict[str, Scorer] = {
-            "MCQ": MultipleChoice(),
-            "NUM": NumericMatch(abs_tol=0.0),
-            "TR": TemporalIoU(),
-            "SIZE": MeanRelativeAccuracy(),
-        }
-        self.free_form = free_form or AnswerSetMatch(require_tag=False)
-
-    async def score(self, task: Task, prediction: str) -> Score:
-        """Score with the scorer of the task's question type."""
-        kind = base_question_type(task.metadata.task_type)
-        return await self.by_type.get(kind, self.free_form).score(task, prediction)
