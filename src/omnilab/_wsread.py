@@ -26,6 +26,7 @@ import errno
 import os
 import stat
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ __all__ = [
     "Walker",
     "check_pixels",
     "copy_to",
+    "list_folder",
     "mark_untrusted",
     "open_dir",
     "open_file",
@@ -329,7 +331,13 @@ def open_image(
         data, label = source, name or f"image ({len(source)} bytes)"
     else:
         data, label = read_bytes(source, root=root, max_bytes=max_bytes), name or str(source)
-    image = PILImage.open(io.BytesIO(data))
+    with warnings.catch_warnings():
+        # Pillow's own bomb check warns (or raises past twice its limit); ours decides.
+        warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+        try:
+            image = PILImage.open(io.BytesIO(data))
+        except PILImage.DecompressionBombError as exc:
+            raise UnsafeFileError(errno.EFBIG, f"{label} has too many pixels ({exc})") from None
     try:
         check_pixels(image, label, max_pixels)
     except UnsafeFileError:
@@ -388,7 +396,8 @@ class Walker:
         self._held.clear()
 
 
-def _list(fd: int) -> list[tuple[str, os.stat_result]]:
+def list_folder(fd: int) -> list[tuple[str, os.stat_result]]:
+    """The entries of the folder ``fd`` (name, ``lstat``), sorted by name."""
     found = []
     with os.scandir(fd) as it:
         for entry in it:
@@ -414,7 +423,7 @@ def walk(
             parts = stack.pop()
             try:
                 fd = walker.open(parts)
-                entries = _list(fd)
+                entries = list_folder(fd)
             except OSError as exc:
                 if on_error is not None:
                     on_error(parts, exc)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from omnilab._wsread import Walker, copy_to, open_dir, walk
+from omnilab._wsread import Walker, copy_to, list_folder, open_dir, walk
 
 __all__ = [
     "chown_tree",
@@ -173,33 +173,63 @@ def _copy_entry(src: int, dst: int, name: str, st: os.stat_result) -> int:
 
 def remove_children(dirfd: int) -> list[str]:
     """Removes everything inside the folder ``dirfd`` (not the folder), links as links, at any
-    depth without recursion. Returns what could not be removed."""
+    depth without recursion. Returns what could not be removed.
+
+    Each sub-folder met below the top is first renamed up into ``dirfd`` (a rename never follows
+    a link), so every folder is emptied and removed one level down from ``dirfd``: a tree
+    thousands of levels deep costs neither recursion nor a path walk per folder.
+    """
     problems = _Problems()
-    folders: list[tuple[str, ...]] = []
-    for folder in walk(dirfd, on_error=problems.add):
-        for name, st in folder.entries:
-            if stat.S_ISDIR(st.st_mode):
-                folders.append((*folder.parts, name))
-                continue
-            try:
-                os.unlink(name, dir_fd=folder.fd)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.add((*folder.parts, name), exc)
-    # Found parents first: removed in reverse, every folder is empty when its turn comes.
-    walker = Walker(dirfd)
-    try:
-        for parts in reversed(folders):
-            try:
-                os.rmdir(parts[-1], dir_fd=walker.open(parts[:-1]))
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                problems.add(parts, exc)
-    finally:
-        walker.close()
+    queue: list[str] = []
+    for name, st in _entries(dirfd, problems):
+        if stat.S_ISDIR(st.st_mode):
+            queue.append(name)
+        else:
+            _unlink(dirfd, (), name, problems)
+    while queue:
+        top = queue.pop()
+        try:
+            fd = os.open(top, _DIR, dir_fd=dirfd)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.add((top,), exc)
+            continue
+        try:
+            for name, st in _entries(fd, problems):
+                if not stat.S_ISDIR(st.st_mode):
+                    _unlink(fd, (top,), name, problems)
+                    continue
+                flat = f".omnilab-rm-{uuid.uuid4().hex}"
+                try:
+                    os.rename(name, flat, src_dir_fd=fd, dst_dir_fd=dirfd)
+                    queue.append(flat)
+                except OSError as exc:
+                    problems.add((top, name), exc)
+        finally:
+            os.close(fd)
+        try:
+            os.rmdir(top, dir_fd=dirfd)
+        except OSError as exc:
+            problems.add((top,), exc)
     return problems.lines("remove")
+
+
+def _entries(fd: int, problems: _Problems) -> list[tuple[str, os.stat_result]]:
+    try:
+        return list_folder(fd)
+    except OSError as exc:
+        problems.add((), exc)
+        return []
+
+
+def _unlink(fd: int, where: tuple[str, ...], name: str, problems: _Problems) -> None:
+    try:
+        os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        problems.add((*where, name), exc)
 
 
 class _Problems:
