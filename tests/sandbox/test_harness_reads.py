@@ -3,8 +3,10 @@ bounded, iterative file-system work on workspaces (copy, chown, cleanup at any d
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -260,3 +262,25 @@ print("made")
     assert {"leaf.txt", f"f{DEPTH - 1}", "f0"} <= names
     again = run(["true"], workspace=ws)
     assert again.ok and not [w for w in again.warnings if "fail" in w], again.warnings
+
+
+def test_the_attack_catalogue_covers_issue_32_part_a() -> None:
+    # tests/sandbox/test_escapes.py runs every attack of the catalogue at every level.
+    attacks = sys.modules.get("sandbox_attacks")
+    if attacks is None:
+        path = Path(__file__).resolve().parents[2] / "bench" / "sandbox_attacks.py"
+        spec = importlib.util.spec_from_file_location("sandbox_attacks", path)
+        assert spec is not None and spec.loader is not None
+        attacks = importlib.util.module_from_spec(spec)
+        sys.modules["sandbox_attacks"] = attacks
+        spec.loader.exec_module(attacks)
+    wanted = {
+        "views: planted link sent to the model",
+        "perception: planted link copied into a report",
+        "image_read of a FIFO",
+        "image_read of a 13000x13000 PNG",
+        "1,500-level tree in the workspace",
+        "swap a folder for a link during the snapshot",
+    }
+    assert wanted <= set(attacks.ATTACKS)
+    assert all(attacks.PROMISED[name] == attacks.ALL for name in wanted)
