@@ -201,3 +201,20 @@ def test_marked_reads_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(OSError) as caught:
         Image(path=ws / "pipe.wav").read_bytes()
     assert str(caught.value) == f"{ws / 'pipe.wav'} is not a regular file"
+
+
+def test_the_trajectory_never_hashes_a_planted_fifo_or_link(
+    tmp_path: Path, secret: tuple[Path, bytes]
+) -> None:
+    from omnilab.trajectory.codec import file_hash
+
+    target, _ = secret
+    ws = tmp_path / "ws"
+    (ws / "views").mkdir(parents=True)
+    os.mkfifo(ws / "views" / "image_1.jpg")
+    (ws / "views" / "image_2.jpg").symlink_to(target)
+    _wsread.mark_untrusted(ws)
+    started = time.monotonic()
+    assert file_hash(ws / "views" / "image_1.jpg") is None  # not waited on
+    assert file_hash(ws / "views" / "image_2.jpg") is None  # not followed
+    assert time.monotonic() - started < 2
