@@ -18,7 +18,13 @@ from PIL import Image as PILImage
 from omnilab import _wsread
 from omnilab.content import Image
 from omnilab.sandbox import PythonSession, _uids, run
-from omnilab.sandbox._safefs import chown_tree, copy_tree, open_folder, remove_children
+from omnilab.sandbox._safefs import (
+    chown_tree,
+    copy_tree,
+    open_folder,
+    remove_children,
+    remove_tree,
+)
 from omnilab.sandbox._wsfs import _private, size_limited
 
 DEPTH = 1_500
@@ -218,6 +224,8 @@ def test_copy_chown_and_remove_of_a_deep_tree_lose_nothing(tmp_path: Path) -> No
     with open_folder(dst) as b:
         assert remove_children(b) == []
     assert list(dst.iterdir()) == []
+    assert remove_tree(src) == [] and not src.exists()  # what serve and mcp remove with
+    assert remove_tree(src) == []
 
 
 def test_tree_failures_are_reported_not_swallowed(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "place_bytes",
     "place_file",
     "remove_children",
+    "remove_tree",
     "replace_with_folder",
 ]
 
@@ -213,6 +214,27 @@ def remove_children(dirfd: int) -> list[str]:
         except OSError as exc:
             problems.add((top,), exc)
     return problems.lines("remove")
+
+
+def remove_tree(path: Path) -> list[str]:
+    """Removes the folder ``path`` and everything in it (a workspace after its run): like
+    ``shutil.rmtree`` but at any depth (``rmtree`` recurses and fails past ~1,000 levels) and
+    never through a link. A missing folder is fine; returns what could not be removed."""
+    try:
+        fd = os.open(path, _DIR)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [f"remove failed for {path}: {exc.strerror or exc}"]
+    try:
+        problems = remove_children(fd)
+    finally:
+        os.close(fd)
+    try:
+        path.rmdir()
+    except OSError as exc:
+        problems.append(f"remove failed for {path}: {exc.strerror or exc}")
+    return problems
 
 
 def _entries(fd: int, problems: _Problems) -> list[tuple[str, os.stat_result]]:

@@ -30,6 +30,7 @@ from omnilab.inputs import InputFile, InputSet, guess_kind
 from omnilab.models import Message, Model
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.providers.openai_wire import wire_messages
+from omnilab.sandbox import remove_tree
 from omnilab.tools.base import Tool, ToolResult, tool
 from omnilab.tools.registry import ToolEnv, build_tools
 
@@ -127,9 +128,9 @@ class McpTools:
         if not self.root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
         self._stack = contextlib.ExitStack()
-        workspace = Path(
-            self._stack.enter_context(tempfile.TemporaryDirectory(prefix="omnilab-mcp-"))
-        )
+        workspace = Path(tempfile.mkdtemp(prefix="omnilab-mcp-"))
+        # Removed at any depth when the server stops (TemporaryDirectory recurses).
+        self._stack.callback(remove_tree, workspace)
         self.inputs = folder_inputs(self.root)
         self._ids = {f.id: f for f in self.inputs}
         env = ToolEnv(
