@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 import threading
@@ -111,6 +112,22 @@ def _parts(rel: PurePosixPath | str) -> tuple[str, ...]:
 _openat2_ok: bool | None = None  # None: not tried yet
 
 
+@functools.cache
+def _openat2_call() -> tuple[Any, Any]:
+    """libc's ``syscall`` and the ``struct open_how`` type (made once: ctypes types are slow
+    to build)."""
+    import ctypes
+
+    class How(ctypes.Structure):
+        _fields_ = (
+            ("flags", ctypes.c_uint64),
+            ("mode", ctypes.c_uint64),
+            ("resolve", ctypes.c_uint64),
+        )
+
+    return ctypes.CDLL(None, use_errno=True).syscall, How
+
+
 def _openat2(dirfd: int, rel: str, flags: int) -> int | None:
     """``openat2(dirfd, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)``; None where the
     kernel (or a seccomp filter) lacks it, so the caller walks component by component."""
@@ -119,18 +136,10 @@ def _openat2(dirfd: int, rel: str, flags: int) -> int | None:
         return None
     import ctypes
 
-    class _How(ctypes.Structure):
-        _fields_ = (
-            ("flags", ctypes.c_uint64),
-            ("mode", ctypes.c_uint64),
-            ("resolve", ctypes.c_uint64),
-        )
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    resolve = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
-    how = _How(flags, 0, resolve)
+    syscall, how_type = _openat2_call()
+    how = how_type(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
     for _ in range(8):  # EAGAIN: a rename raced the lookup; the kernel asks to try again
-        fd = int(libc.syscall(_SYS_OPENAT2, dirfd, os.fsencode(rel), ctypes.byref(how), 24))
+        fd = int(syscall(_SYS_OPENAT2, dirfd, os.fsencode(rel), ctypes.byref(how), 24))
         if fd >= 0:
             _openat2_ok = True
             return fd
@@ -181,8 +190,8 @@ def _why(exc: OSError, name: str) -> UnsafeFileError:
 def open_dir(
     root: Path | str, parts: tuple[str, ...] = (), *, create: bool = False
 ) -> Iterator[int]:
-    """A descriptor of ``root/parts...``, never following a link on the way (``root`` itself
-    raises ``OSError``); ``create`` makes missing folders (mode 0755)."""
+    """A descriptor of ``root/parts...``; a link as ``root`` or on the way raises ``OSError``
+    (never followed); ``create`` makes missing folders (mode 0755)."""
     fd = os.open(root, _DIR)
     try:
         for part in parts:
