@@ -31,7 +31,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -89,20 +89,23 @@ def mark_untrusted(root: Path | str) -> None:
         _untrusted.add(os.path.realpath(path))
 
 
-def untrusted_root(path: Path | str) -> tuple[Path, PurePosixPath] | None:
+def untrusted_root(path: Path | str) -> tuple[str, str] | None:
     """The marked folder ``path`` lies in and the path relative to it, or None."""
     if not _untrusted:
         return None
-    full = PurePosixPath(os.path.abspath(path))  # noqa: PTH100 - lexical, as above
-    for parent in full.parents:
-        if str(parent) in _untrusted:
-            return Path(parent), full.relative_to(parent)
+    full = os.path.abspath(path)  # noqa: PTH100 - lexical, as above
+    # String prefixes, not PurePath.parents: this runs on every media read of every model call.
+    prefix = full
+    while (cut := prefix.rfind("/")) > 0:
+        prefix = prefix[:cut]
+        if prefix in _untrusted:
+            return prefix, full[cut + 1 :]
     return None
 
 
-def _parts(rel: PurePosixPath | str) -> tuple[str, ...]:
-    parts = tuple(p for p in PurePosixPath(rel).parts if p not in ("", "."))
-    if ".." in parts or (parts and parts[0] == "/"):
+def _parts(rel: str) -> tuple[str, ...]:
+    parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+    if ".." in parts or rel.startswith("/"):
         raise UnsafeFileError(errno.EPERM, f"{rel} leaves its folder ('..' or absolute)")
     return parts
 
@@ -219,31 +222,31 @@ def open_file(
     :class:`UnsafeFileError` with a one-line reason.
     """
     name = str(path)
+    rel: str | None = None
     if root is None:
-        found = untrusted_root(path)
+        found = untrusted_root(name)
         if found is not None:
             root, rel = found
-        else:
-            rel = None
+    elif name.startswith("/"):
+        top = os.path.abspath(root)  # noqa: PTH100 - lexical
+        full = os.path.abspath(name)  # noqa: PTH100
+        if not full.startswith(top.rstrip("/") + "/"):
+            raise UnsafeFileError(errno.EPERM, f"{name} is outside {root}")
+        rel = full[len(top.rstrip("/")) + 1 :]
     else:
-        rel = PurePosixPath(path)
-        if rel.is_absolute():
-            try:
-                rel = rel.relative_to(os.path.abspath(root))  # noqa: PTH100
-            except ValueError:
-                raise UnsafeFileError(errno.EPERM, f"{name} is outside {root}") from None
+        rel = name
     try:
         if root is None or rel is None:
-            fd = os.open(path, _FILE & ~os.O_NOFOLLOW)
+            fd = os.open(name, _FILE & ~os.O_NOFOLLOW)
         else:
             parts = _parts(rel)
             if not parts:
                 raise UnsafeFileError(errno.EISDIR, f"{name} is a folder, not a file")
-            top = os.open(root, _DIR & ~os.O_NOFOLLOW)
+            top_fd = os.open(root, _DIR & ~os.O_NOFOLLOW)
             try:
-                fd = _open_beneath(top, parts, _FILE)
+                fd = _open_beneath(top_fd, parts, _FILE)
             finally:
-                os.close(top)
+                os.close(top_fd)
     except UnsafeFileError:
         raise
     except OSError as exc:
@@ -269,9 +272,13 @@ def read_bytes(
 ) -> bytes:
     """The bytes of the regular file ``path`` (rules of :func:`open_file`), at most
     ``max_bytes`` (a file that grows past it while read is refused too)."""
-    fd, _ = open_file(path, root=root, max_bytes=max_bytes)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(max_bytes + 1)
+    fd, st = open_file(path, root=root, max_bytes=max_bytes)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        # Sized by fstat (a read of max_bytes would allocate that much); one byte more shows
+        # a file that grew since, which is then read on up to the limit.
+        data = f.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += f.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise UnsafeFileError(errno.EFBIG, f"{path} is larger than {_size(max_bytes)}")
     return data
