@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from pathlib import Path
 
 import mcp_types as types
@@ -34,6 +35,7 @@ def test_links_out_of_the_folder_are_neither_listed_nor_served(tmp_path: Path) -
     (root / "sub" / "up.png").symlink_to("../../private/secret.png")  # out, by a relative link
     (root / "outside").symlink_to(private)  # a folder out of it
     (root / "inner.png").symlink_to("photo.png")  # stays inside: listed, served as photo.png
+    os.mkfifo(root / "pipe.png")  # never opened (listing it would hang a reader)
 
     async def session() -> None:
         with McpTools(root, ["read_image"]) as tools:
@@ -41,6 +43,7 @@ def test_links_out_of_the_folder_are_neither_listed_nor_served(tmp_path: Path) -
                 listed = _text(await client.call_tool("list_files", {}))
                 assert '"photo.png"' in listed and '"inner.png"' in listed
                 assert "leak" not in listed and "up.png" not in listed and "secret" not in listed
+                assert "pipe" not in listed
                 for ref in ("leak.png", "sub/up.png", "outside/secret.png"):
                     out = await client.call_tool("read_image", {"image_ids": [ref]})
                     assert out.is_error and not _images(out), ref

@@ -90,9 +90,14 @@ def contained(root: Path, path: Path) -> Path | None:
     """``path`` with every link followed, if that is a regular file inside ``root`` (itself
     resolved), else None."""
     real = Path(os.path.realpath(path))
-    if not real.is_relative_to(root) or not _wsread.regular_file(real):
+    if not real.is_relative_to(root):
         return None
-    return real
+    try:
+        # stat, not open: a FIFO or device in the folder is left out without being opened.
+        regular = stat.S_ISREG(real.stat().st_mode)
+    except OSError:
+        return None
+    return real if regular else None
 
 
 def _content(result: ToolResult) -> list[types.ContentBlock]:
