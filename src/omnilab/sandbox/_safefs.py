@@ -57,6 +57,8 @@ def place_bytes(root: Path, folder: tuple[str, ...], name: str, data: bytes) -> 
 def _place(
     root: Path, folder: tuple[str, ...], name: str, write: Callable[[IO[bytes]], object]
 ) -> None:
+    if name in ("", ".", "..") or "/" in name:
+        raise OSError(f"unsafe file name {name!r}")
     with open_folder(root, folder, create=True) as dirfd:
         tmp = f".{name}.tmp-{uuid.uuid4().hex}"
         out = os.open(
