@@ -3,7 +3,8 @@
 Sandboxed code can plant a link, a FIFO or a decompression bomb in its workspace, or swap a
 folder for a link while the harness walks it; the harness often runs as root. So every read of
 anything under such a folder (views, the perception store, staged files, artifacts,
-``image_read``, report media, skills, the created-files snapshot) goes through here:
+``image_read``, report media, trajectory media hashes, the created-files snapshot, the MCP
+folder) goes through here:
 
 - paths are opened relative to the folder's descriptor, never following a link on any component
   (``openat2`` with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`` where the kernel has it, else one
@@ -65,7 +66,7 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLO
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _CHUNK = 1024 * 1024
 # openat2(2): one syscall that resolves a whole relative path beneath a descriptor.
-_SYS_OPENAT2 = 437  # the same number on every Linux architecture (unified table)
+_SYS_OPENAT2 = 437  # one number on every architecture (the unified table), alpha aside
 _RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
 # Descriptors a walk keeps open to reach the next folder in one step (the rest are reopened).
 _HELD = 16
