@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
+from omnilab import _wsread
+
 __all__ = [
     "Audio",
     "Content",
@@ -83,11 +85,13 @@ class _Media(_Part):
         return f"{self.type_name()} ({len(self.data or b'')} bytes)"
 
     def read_bytes(self) -> bytes:
-        """The content's bytes: ``data`` if set, else the file's."""
+        """The content's bytes: ``data`` if set, else the file's, read by the harness's safe
+        open (:mod:`omnilab._wsread`): a path in a sandbox workspace is never read through a
+        link, and a FIFO, device or folder raises ``OSError`` instead of blocking."""
         if self.data is not None:
             return self.data
         assert self.path is not None  # guaranteed by the validator
-        return self.path.read_bytes()
+        return _wsread.read_bytes(self.path)
 
     def guess_mime(self, default: str) -> str:
         """``mime_type`` if set, else the type guessed from the file name, else ``default``."""

@@ -19,10 +19,12 @@ reaches a prompt: media are named by input id (and time range) only.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from omnilab import _wsread
 from omnilab.agents.base import AgentConfigError, AgentTask
 from omnilab.agents.delivery import Delivery, video_frames_parts, video_part
 from omnilab.agents.question import question_text
@@ -33,6 +35,8 @@ from omnilab.inputs import FileKind, InputFile, InputSet
 from omnilab.models.capabilities import Capabilities
 
 if TYPE_CHECKING:
+    from PIL import Image as PILImage
+
     from omnilab.media.video import Frame
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "first_message_parts",
     "frame_parts",
     "media_kinds",
+    "save_view",
     "text_part",
 ]
 
@@ -133,7 +138,7 @@ def check_mode(mode: Mode, inputs: InputSet, caps: Capabilities, model: str) -> 
 def text_part(f: InputFile) -> Text:
     """A text input inlined as text (cut past a length), labelled with its id and file name."""
     try:
-        raw = f.path.read_text(encoding="utf-8", errors="replace")
+        raw = _wsread.read_bytes(f.path).decode("utf-8", errors="replace")
     except OSError as e:
         return Text(text=f"[{f.id}: cannot read {f.path.name}: {e.strerror or e}]")
     if len(raw) > _TEXT_CHARS:
@@ -205,17 +210,14 @@ def _start_view(
             audio_s=d.start_audio_s,
         )
     if f.kind == "video" and caps.image:
-        views.mkdir(parents=True, exist_ok=True)
-        out = views / f"{f.id}.sheet.jpg"
-        video_sheet(f.path, d.sheet_frames, tile_edge=_SHEET_TILE).convert("RGB").save(out)
+        sheet = video_sheet(f.path, d.sheet_frames, tile_edge=_SHEET_TILE)
+        out = save_view(sheet, views, f"{f.id}.sheet.jpg")
         note = f"[{f.id}: contact sheet of {d.sheet_frames} frames; use read_video for detail]"
         return [Text(text=note), Image(path=out)]
     if f.kind == "image" and caps.image:
         if d.start_image_edge == "full":
             return [Text(text=f"[{f.id}]"), Image(path=f.path)]
-        views.mkdir(parents=True, exist_ok=True)
-        out = views / f"{f.id}.jpg"
-        resize(load_image(f.path), d.start_image_edge).convert("RGB").save(out)
+        out = save_view(resize(load_image(f.path), d.start_image_edge), views, f"{f.id}.jpg")
         note = f"[{f.id}: shrunk to at most {d.start_image_edge} px; use read_image for detail]"
         return [Text(text=note), Image(path=out)]
     if f.kind == "audio" and caps.audio:
@@ -260,13 +262,30 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
 
 def frame_parts(file_id: str, shots: Sequence[Frame], views: Path, head: str) -> list[Content]:
     """``head``, then each frame saved into ``views`` as JPEG after a ``t=... s`` line."""
-    views.mkdir(parents=True, exist_ok=True)
     parts: list[Content] = [Text(text=head)]
     for shot in shots:
-        out = views / f"{file_id}_t{shot.timestamp:.3f}.jpg"
-        shot.image.convert("RGB").save(out, quality=90)
+        out = save_view(shot.image, views, f"{file_id}_t{shot.timestamp:.3f}.jpg", quality=90)
         parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
     return parts
+
+
+def save_view(image: PILImage.Image, views: Path, name: str, *, quality: int = 75) -> Path:
+    """Saves ``image`` as JPEG ``views/name`` and returns its path.
+
+    ``views`` is in the task's workspace, which sandboxed code can write: the file is written
+    beside its target and renamed over it (a link planted there is replaced, never followed),
+    and the workspace is marked untrusted so every later read of the view (the provider
+    adapter re-reads it for each model call) goes through :mod:`omnilab._wsread`.
+    """
+    from omnilab.sandbox import place_bytes
+
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="JPEG", quality=quality)
+    workspace = views.parent
+    _wsread.mark_untrusted(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    place_bytes(workspace, (views.name,), name, buf.getvalue())
+    return views / name
 
 
 async def _evidence(inputs: InputSet) -> Text:

@@ -6,6 +6,9 @@ temporary file in the cache folder and renamed into place, so a reader never see
 and two processes producing the same entry both end with one complete copy. Least recently used
 entries (hits refresh the modification time) are evicted under a cross-process lock once the
 total size passes the bound.
+
+The cache holds frames, crops and audio of every input a user ever asked about: its folders are
+private to the user (0700, an older 0755 cache is tightened on first use) and its files 0600.
 """
 
 from __future__ import annotations
@@ -106,9 +109,10 @@ class MediaCache:
         if hit is not None:
             return hit
         final = self.path_for(key, suffix)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.root)
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         locks = self.root / _LOCK_DIR
-        locks.mkdir(exist_ok=True)
+        locks.mkdir(mode=0o700, exist_ok=True)
         # One producer per key across processes; the OS drops the lock if its holder dies.
         with FileLock(str(locks / f"{key}.lock")):
             hit = self.get(key, suffix)
@@ -118,6 +122,7 @@ class MediaCache:
             tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
             try:
                 produce(tmp)
+                tmp.chmod(0o600)  # encoders create files by the umask (often 0644)
                 tmp.replace(final)
             finally:
                 tmp.unlink(missing_ok=True)
@@ -173,6 +178,21 @@ class MediaCache:
                         f.unlink(missing_ok=True)
                     continue
                 yield _Entry(f, st.st_size, st.st_mtime)
+
+
+def _private_folder(root: Path) -> None:
+    """Makes ``root`` (and missing parents) and leaves it 0700 when it is this user's."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = str(root)
+    if key in _tightened:
+        return
+    st = root.stat()
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        root.chmod(0o700)
+    _tightened.add(key)
+
+
+_tightened: set[str] = set()
 
 
 def _remove_stale(lock_dir: Path, now: float) -> None:

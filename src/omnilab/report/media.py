@@ -5,15 +5,19 @@ segment and clip a page shows is copied (images downscaled to a thumbnail and a 
 under ``<report>/media/`` once, named by a hash of its source, so a report opens from any disk.
 A media part is found at its own path, else among the run's saved copies (the trajectory's
 ``.media`` folder, the task's workspace) by file name; inline bytes are written out.
+
+The workspace was written by sandboxed code: those folders are marked untrusted and every read
+goes through :mod:`omnilab._wsread` (no link followed on any component, regular files only,
+images refused on their header's size before decoding), so a ``perception/<input>`` linked to a
+root-only file is never copied into the report.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import mimetypes
 import os
-import shutil
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +25,7 @@ from pathlib import Path
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
+from omnilab import _wsread
 from omnilab.content import Audio, Document, Image, Video
 
 __all__ = ["MediaCopier", "MediaRef"]
@@ -86,6 +91,8 @@ class MediaCopier:
                 suffix = part.path.suffix if part.path is not None else _suffix(part.mime_type)
                 self._done[key] = self._store(part.type, name, key[1], suffix, data=part.data)
             return self._done[key]
+        for folder in search:
+            _wsread.mark_untrusted(folder)
         # A file found at its own path is the same for every task: keyed without ``search``.
         found = self._seen.get((part.type, str(part.path), ()))
         if found is None:
@@ -93,7 +100,7 @@ class MediaCopier:
             found = self._seen.get(seen)
             if found is None:
                 found = self._source_ref(part, search)
-                at_home = part.path is not None and part.path.is_file()
+                at_home = part.path is not None and _wsread.regular_file(part.path)
                 self._seen[(part.type, str(part.path), () if at_home else search)] = found
         return found
 
@@ -104,7 +111,11 @@ class MediaCopier:
         source = _locate(part.path, search)
         if source is None:
             return MediaRef(part.type, name, None, note="not saved with the run")
-        stat = source.stat()
+        try:
+            fd, stat = _wsread.open_file(source)
+        except OSError as exc:
+            return MediaRef(part.type, name, None, note=f"not copied: {exc}")
+        os.close(fd)
         key: tuple[str, ...] = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
         if key not in self._done:
             digest = hashlib.sha256("\0".join(key).encode()).hexdigest()
@@ -145,33 +156,30 @@ class MediaCopier:
         thumbnail."""
         if (self.folder / thumb).exists():
             return
-        with PILImage.open(path if path is not None else io.BytesIO(data or b"")) as picture:
+        if path is not None:
+            data = _wsread.read_bytes(path)
+        with _wsread.open_image(data or b"", name=str(path)) as picture:
             keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
             if keep and path is not None:
-                shutil.copyfile(path, self.folder / large)
+                _write_new(self.folder / large, data or b"")
             else:
                 _scaled(picture, LARGE_PX, self.folder / large)
             _scaled(picture, THUMB_PX, self.folder / thumb)
 
 
-_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
-
-
 def _readable_image(path: Path | None, data: bytes | None) -> bool:
-    """Whether Pillow can read the image: a known signature is enough (one small read; the
-    worker threads decode it), else Pillow reads the header."""
+    """Whether Pillow can read the image and its header's size is within the pixel limit (a
+    header read; the worker threads decode it)."""
     try:
         if data is not None:
-            head = data[:16]
-        else:
-            assert path is not None
-            with path.open("rb") as f:
-                head = f.read(16)
-        if head.startswith(_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+            with _wsread.open_image(data):
+                return True
+        assert path is not None
+        fd, _ = _wsread.open_file(path)
+        with os.fdopen(fd, "rb") as f, PILImage.open(f) as picture:
+            _wsread.check_pixels(picture, path.name)
             return True
-        with PILImage.open(path if path is not None else io.BytesIO(data or b"")):
-            return True
-    except (OSError, UnidentifiedImageError):
+    except (OSError, UnidentifiedImageError, PILImage.DecompressionBombError):
         return False
 
 
@@ -183,7 +191,14 @@ def _scaled(picture: PILImage.Image, side: int, target: Path) -> None:
 
 def _copy(source: Path, target: Path) -> None:
     if not target.exists():
-        shutil.copyfile(source, target)
+        _write_new(target, _wsread.read_bytes(source, max_bytes=MAX_COPY_BYTES))
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """Writes ``target`` (in the report's own folder) beside it first, then renames it."""
+    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+    tmp.write_bytes(data)
+    tmp.replace(target)
 
 
 def _suffix(mime: str | None) -> str:
@@ -193,13 +208,10 @@ def _suffix(mime: str | None) -> str:
 def _locate(path: Path | None, search: tuple[Path, ...]) -> Path | None:
     if path is None:
         return None
-    if path.is_file():
+    if _wsread.regular_file(path):
         return path
     for folder in search:
-        candidate = folder / path.name
-        if candidate.is_file():
-            return candidate
-        nested = folder / "perception" / path.name
-        if nested.is_file():
-            return nested
+        for candidate in (folder / path.name, folder / "perception" / path.name):
+            if _wsread.regular_file(candidate):
+                return candidate
     return None

@@ -7,15 +7,16 @@ the harness. Levels (strongest first, see :class:`IsolationLevel` and ``docs/san
 - :func:`run` runs one command;
 - :class:`PythonSession` is a persistent interpreter (variables survive between calls);
 - :class:`ShellSession` is a persistent bash (cwd and variables survive between commands);
-- :func:`place_file` and :func:`open_folder` let the harness write into a workspace without
-  following links that sandboxed code planted there.
+- :func:`place_file`, :func:`place_bytes` and :func:`open_folder` let the harness write into a
+  workspace without following links that sandboxed code planted there (reads go through
+  :mod:`omnilab._wsread`); :func:`remove_tree` removes a workspace at any depth.
 """
 
 from omnilab.config import SandboxLimits
 from omnilab.sandbox._isolation import IsolationReport, isolation_level, isolation_report
 from omnilab.sandbox._python import PythonSession
 from omnilab.sandbox._run import run
-from omnilab.sandbox._safefs import open_folder, place_file
+from omnilab.sandbox._safefs import open_folder, place_bytes, place_file, remove_tree
 from omnilab.sandbox._shell import ShellSession
 from omnilab.sandbox._types import ExecResult, IsolationLevel, PythonResult, SandboxError
 
@@ -31,6 +32,8 @@ __all__ = [
     "isolation_level",
     "isolation_report",
     "open_folder",
+    "place_bytes",
     "place_file",
+    "remove_tree",
     "run",
 ]

@@ -48,6 +48,9 @@ class Holdings:
         self.ids: tuple[int, int] | None = None
         """The uid and gid the program runs under (None: the harness's own)."""
         self.cgroup: SandboxCgroup | None = None
+        self.warnings: list[str] = []
+        """What went wrong on the way (releasing a dead harness's workspace, handing files to
+        the uid), for the warnings of this sandbox's results."""
         try:
             ws = check_workspace(workspace)
             if os.geteuid() == 0 and not as_root:
@@ -65,11 +68,12 @@ class Holdings:
                         log.warning("no size limit for workspace %s: %s", path, exc)
 
                 self.lease = _uids.acquire(ws, uid_base, on_first=first, on_last=_reclaim)
+                self.warnings += self.lease.problems
                 self.ids = (self.lease.uid, self.lease.uid)
             if level is IsolationLevel.PROCESS and self.ids is not None:
                 _check_reachable(self.ids[0], ws, command, env)
                 _unlist_parent(ws)
-            self.workspace = prepare_workspace(ws, self.ids)
+            self.workspace = prepare_workspace(ws, self.ids, self.warnings)
             self.cgroup = SandboxCgroup(limits)
         except BaseException:
             self.release()
@@ -80,9 +84,11 @@ class Holdings:
         self.missing_totals: list[str] = missing
         """Totals this sandbox runs without (no cgroup for them, no workspace tmpfs)."""
 
-    def release(self) -> None:
+    def release(self) -> list[str]:
         """Removes the cgroups and ends the uid lease (the last one of a workspace kills what
-        its uid left running and copies the workspace back out of its tmpfs)."""
+        its uid left running and copies the workspace back out of its tmpfs). Returns what went
+        wrong (also logged), one line each."""
+        problems: list[str] = []
         # Everything the sandbox started is in its cgroups (killed with them) when it has any;
         # without, what its uid runs is killed when the workspace's last sandbox ends.
         kill_uid = self.cgroup is None or not self.cgroup.folders
@@ -91,12 +97,19 @@ class Holdings:
             self.cgroup = None
         if self.lease is not None:
             lease, self.lease = self.lease, None
-            _uids.release(lease, on_last=lambda ws, uid: release_workspace(ws, uid, kill=kill_uid))
+            _uids.release(
+                lease,
+                on_last=lambda ws, uid: release_workspace(ws, uid, kill=kill_uid),
+                problems=problems,
+            )
+        for line in problems:
+            log.warning("%s", line)
+        return problems
 
 
-def _reclaim(ws: str, uid: int) -> None:
+def _reclaim(ws: str, uid: int) -> list[str]:
     """A workspace whose sandboxes' harness died: kill what its uid runs, copy it back."""
-    release_workspace(ws, uid)
+    return release_workspace(ws, uid)
 
 
 def _unlist_parent(ws: Path) -> None:

@@ -97,7 +97,7 @@ def start_sandbox(
         )
     )
     as_root = proc.ids is None and os.geteuid() == 0
-    return proc, sandbox_warnings(level, refused, as_root=as_root)
+    return proc, [*sandbox_warnings(level, refused, as_root=as_root), *proc.hold_warnings]
 
 
 def run(
@@ -168,5 +168,5 @@ def run(
         isolation=proc.level,
         network=proc.network,
         missing_totals=missing,
-        warnings=warnings,
+        warnings=[*warnings, *proc.release_warnings],
     )

@@ -73,6 +73,8 @@ class SandboxProcess:
         self.network = launch.network or launch.level is IsolationLevel.PROCESS
         self.limits = launch.limits
         self.hold: Holdings | None = None
+        self.release_warnings: list[str] = []
+        """What went wrong giving the workspace back (filled by :meth:`close`)."""
         self.cpu_budget: tuple[float, float] | None = None
         """(CPU seconds at the start of the call, seconds allowed): :meth:`pump` kills the
         sandbox past it, counting the whole tree."""
@@ -94,6 +96,8 @@ class SandboxProcess:
                 os.close(fd)
             raise
         self.ids = self.hold.ids
+        self.hold_warnings = list(self.hold.warnings)
+        """What went wrong claiming the workspace (for the first result's warnings)."""
         """The uid and gid the program runs under (None: the harness's own)."""
         self.workspace = self.hold.workspace
         self.cgroup: SandboxCgroup | None = self.hold.cgroup
@@ -399,7 +403,8 @@ class SandboxProcess:
 
     def _release(self) -> None:
         if self.hold is not None:
-            self.hold.release()
+            self.release_warnings += self.hold.release()
+            self.hold = None
             self.cgroup = None
 
     def outcome(self, *, timed_out: bool) -> Outcome:

@@ -20,7 +20,7 @@ import tempfile
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from omnilab.sandbox._types import SandboxError
 __all__ = ["Lease", "acquire", "live_leases", "release", "state_dir"]
 
 _SPAN = 65536
-Hook = Callable[[str, int], None]
+Hook = Callable[[str, int], "list[str] | None"]
+"""Runs for a workspace and its uid; returns what went wrong (one line each) or None."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class Lease:
     uid: int
     workspace: str
     id: str
+    problems: list[str] = field(default_factory=list, compare=False)
+    """What the hooks of taking this lease reported (releasing other, dead holders' workspaces):
+    for the warnings of the first result, never swallowed."""
 
 
 def state_dir() -> Path:
@@ -98,15 +102,25 @@ def _alive(lease: dict[str, Any]) -> bool:
     return _start_time(int(lease["pid"])) == str(lease["start"])
 
 
-def _reap(leases: list[dict[str, Any]], on_last: Hook | None) -> list[dict[str, Any]]:
+def _run_hook(hook: Hook, ws: str, uid: int, problems: list[str]) -> None:
+    """Runs ``hook``; what it reports or raises goes into ``problems`` (the table must still
+    be written, so nothing propagates)."""
+    try:
+        problems += hook(ws, uid) or []
+    except Exception as exc:
+        problems.append(f"releasing workspace {ws} failed: {type(exc).__name__}: {exc}")
+
+
+def _reap(
+    leases: list[dict[str, Any]], on_last: Hook | None, problems: list[str]
+) -> list[dict[str, Any]]:
     """Drops the leases of dead holders, running ``on_last`` for workspaces they leave free."""
     live = [lease for lease in leases if _alive(lease)]
     held = {lease["ws"] for lease in live}
     for lease in leases:
         if lease["ws"] not in held and on_last is not None:
             held.add(lease["ws"])  # once per workspace
-            with contextlib.suppress(Exception):
-                on_last(lease["ws"], int(lease["uid"]))
+            _run_hook(on_last, lease["ws"], int(lease["uid"]), problems)
     return live
 
 
@@ -116,8 +130,9 @@ def acquire(
     """Leases the workspace's uid: the one its live leases use, else a uid no live lease holds
     (searched from a hash of the path, so a workspace tends to get the same one)."""
     ws = str(workspace)
+    problems: list[str] = []
     with _locked() as (leases, table):
-        leases = _reap(leases, on_last)
+        leases = _reap(leases, on_last, problems)
         taken = {int(lease["uid"]) for lease in leases}
         same = [lease for lease in leases if lease["ws"] == ws]
         if same:
@@ -129,7 +144,7 @@ def acquire(
             if uid < 0:
                 raise SandboxError(f"all {_SPAN} sandbox uids from {base} are in use")
         me = os.getpid()
-        lease = Lease(uid, ws, uuid.uuid4().hex)
+        lease = Lease(uid, ws, uuid.uuid4().hex, problems)
         leases.append({"uid": uid, "ws": ws, "pid": me, "start": _start_time(me), "id": lease.id})
         if not same and on_first is not None:
             on_first(ws, uid)  # raises: the lease is not recorded
@@ -137,16 +152,21 @@ def acquire(
     return lease
 
 
-def release(lease: Lease, *, on_last: Hook | None = None) -> bool:
-    """Ends a lease; True (after ``on_last`` ran) when its workspace has no live lease left."""
+def release(
+    lease: Lease, *, on_last: Hook | None = None, problems: list[str] | None = None
+) -> bool:
+    """Ends a lease; True (after ``on_last`` ran) when its workspace has no live lease left.
+    What the hooks report goes into ``problems``."""
+    found: list[str] = []
     with _locked() as (leases, table):
         # Ours is alive, so reaping cannot end our workspace; then ours goes.
-        leases = [entry for entry in _reap(leases, on_last) if entry["id"] != lease.id]
+        leases = [entry for entry in _reap(leases, on_last, found) if entry["id"] != lease.id]
         last = not any(entry["ws"] == lease.workspace for entry in leases)
         if last and on_last is not None:
-            with contextlib.suppress(Exception):
-                on_last(lease.workspace, lease.uid)
+            _run_hook(on_last, lease.workspace, lease.uid, found)
         _write(table, leases)
+    if problems is not None:
+        problems += found
     return last
 
 

@@ -13,13 +13,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import stat
 from pathlib import Path
 
+from omnilab._wsread import mark_untrusted, walk
 from omnilab.sandbox import _procs
 from omnilab.sandbox._launcher import _mount
-from omnilab.sandbox._safefs import chown_tree, copy_tree, open_folder, replace_with_folder
+from omnilab.sandbox._safefs import (
+    chown_tree,
+    copy_tree,
+    open_folder,
+    remove_children,
+    replace_with_folder,
+)
 from omnilab.sandbox._types import SandboxError
 from omnilab.sandbox._uids import state_dir
 
@@ -47,14 +53,21 @@ def check_workspace(workspace: Path | str) -> Path:
     return path.resolve()
 
 
-def prepare_workspace(workspace: Path | str, ids: tuple[int, int] | None = None) -> Path:
+def prepare_workspace(
+    workspace: Path | str, ids: tuple[int, int] | None = None, problems: list[str] | None = None
+) -> Path:
     """Checks the workspace, makes its ``tmp`` a real folder (a planted link or file there is
-    replaced, not followed) and hands everything to the sandbox uid without following links."""
+    replaced, not followed) and hands everything to the sandbox uid without following links
+    (what could not be handed over is added to ``problems``). From here on the harness reads
+    the workspace only through :mod:`omnilab._wsread`'s rules."""
     path = check_workspace(workspace)
+    mark_untrusted(path)
     with open_folder(path) as fd:
         replace_with_folder(fd, "tmp", 0o700 if ids is not None else 0o755)
     if ids is not None:
-        chown_tree(path, *ids)
+        failed = chown_tree(path, *ids)
+        if problems is not None:
+            problems += [f"workspace {path}: {line}" for line in failed]
         path.chmod(0o700)
     return path
 
@@ -71,11 +84,10 @@ def _private(ws: str) -> Path:
 def _usage(root: Path, cap: int) -> tuple[int, int]:
     """Bytes and entries under ``root``, counting stops past ``cap`` bytes."""
     size = count = 0
-    for _folder, dirs, files, dirfd in os.fwalk(root, follow_symlinks=False):
-        for name in [*dirs, *files]:
-            with contextlib.suppress(FileNotFoundError):
-                size += os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_blocks * 512
-                count += 1
+    for folder in walk(root):
+        for _name, st in folder.entries:
+            size += st.st_blocks * 512
+            count += 1
         if size > cap:
             break
     return size, count
@@ -103,7 +115,10 @@ def mount_workspace(ws: str, *, max_bytes: int, max_inodes: int) -> None:
     _mount("omnilab-workspace", str(private), "tmpfs", _MS_NOSUID | _MS_NODEV, options)
     try:
         with open_folder(Path(ws)) as src, open_folder(private) as dst:
-            copy_tree(src, dst)
+            _, _, failed = copy_tree(src, dst)
+        if failed:
+            # Not everything would be in the tmpfs: run on the folder itself instead.
+            raise OSError(f"cannot copy the workspace into its tmpfs: {failed[0]}")
         _mount(str(private), ws, None, _MS_BIND)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -111,29 +126,36 @@ def mount_workspace(ws: str, *, max_bytes: int, max_inodes: int) -> None:
         raise
 
 
-def release_workspace(ws: str, uid: int, *, kill: bool = True) -> None:
+def release_workspace(ws: str, uid: int, *, kill: bool = True) -> list[str]:
     """After the workspace's last sandbox: kills what its uid left running (``kill``), copies
-    the tmpfs back into the workspace folder and takes the workspace away from that uid."""
+    the tmpfs back into the workspace folder and takes the workspace away from that uid.
+    Returns what went wrong (one line each), for the result's warnings. The tmpfs stays
+    mounted only when its files could not all be copied back (nothing is lost; the next
+    release tries again)."""
     if kill:
         _procs.kill_processes(_procs.pids_of_uid(uid))
+    problems: list[str] = []
     private = _private(ws)
     if os.path.ismount(private):
         if os.path.ismount(ws):
             _umount(ws)
         with open_folder(Path(ws)) as dst:
-            for entry in os.scandir(dst):
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.name, dir_fd=dst)
-                else:
-                    os.unlink(entry.name, dir_fd=dst)
+            problems += remove_children(dst)
             with open_folder(private) as src:
-                copy_tree(src, dst)
-        _umount(str(private))
-        with contextlib.suppress(OSError):
-            private.rmdir()
+                _, _, failed = copy_tree(src, dst)
+        problems += failed
+        if failed:
+            # Keep every file reachable at the workspace's path; a later release tries again.
+            _mount(str(private), ws, None, _MS_BIND)
+            problems.append(f"its files stay in the tmpfs {private} until a later release")
+        else:
+            _umount(str(private))
+            with contextlib.suppress(OSError):
+                private.rmdir()
     with contextlib.suppress(FileNotFoundError):
         # A later sandbox may get this uid again: it must not reach this workspace.
         folder = Path(ws)
         if stat.S_ISDIR(folder.lstat().st_mode):
             os.chown(folder, os.geteuid(), os.getegid(), follow_symlinks=False)
             folder.chmod(0o700)
+    return [f"workspace {ws}: {line}" for line in problems]

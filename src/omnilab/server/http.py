@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import shutil
 import threading
@@ -192,7 +193,11 @@ def create_app(
                     on_event=queue.put_nowait,
                 )
             finally:
-                shutil.rmtree(folder / "workspace", ignore_errors=True)
+                from omnilab.sandbox import remove_tree
+
+                # Any depth (the run's code may have left a tree rmtree cannot recurse into).
+                for problem in remove_tree(folder / "workspace"):
+                    logging.getLogger("omnilab.server").warning("%s", problem)
 
         def release(_: object = None) -> None:
             nonlocal running

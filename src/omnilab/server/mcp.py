@@ -14,24 +14,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from omnilab import __version__
+from omnilab import __version__, _wsread
 from omnilab.content import Text
 from omnilab.inputs import InputFile, InputSet, guess_kind
 from omnilab.models import Message, Model
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.providers.openai_wire import wire_messages
+from omnilab.sandbox import remove_tree
 from omnilab.tools.base import Tool, ToolResult, tool
 from omnilab.tools.registry import ToolEnv, build_tools
 
-__all__ = ["DEFAULT_TOOLS", "McpTools", "build_server", "folder_inputs"]
+__all__ = ["DEFAULT_TOOLS", "McpTools", "build_server", "contained", "folder_inputs"]
 
 DEFAULT_TOOLS = (
     "read_video",
@@ -61,16 +64,40 @@ class _ClientView:
 
 
 def folder_inputs(root: Path) -> InputSet:
-    """Every file under ``root`` (hidden ones left out), its id the path relative to ``root``."""
+    """Every file under ``root`` (hidden ones left out), its id the path relative to ``root``.
+
+    The folder is walked by descriptor (:func:`omnilab._wsread.walk`); a link is listed only
+    when what it leads to, all links followed, is a regular file inside ``root`` (the file's
+    own path is then used), so no link leads a tool out of the folder.
+    """
+    root = root.resolve()
     files: list[InputFile] = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(p.startswith(".") for p in rel.parts) or not path.is_file():
-            continue
-        kind = guess_kind(path.name)
-        if kind in _MEDIA_KINDS:
-            files.append(InputFile(id=rel.as_posix(), kind=kind, path=path, given=rel.as_posix()))
+    for folder in _wsread.walk(root):
+        folder.descend[:] = [d for d in folder.descend if not d.startswith(".")]
+        for name, st in folder.entries:
+            if name.startswith(".") or stat.S_ISDIR(st.st_mode):
+                continue
+            rel = PurePosixPath(*folder.parts, name)
+            path = contained(root, root / rel)
+            kind = guess_kind(name)
+            if path is not None and kind in _MEDIA_KINDS:
+                files.append(InputFile(id=rel.as_posix(), kind=kind, path=path, given=str(rel)))
+    files.sort(key=lambda f: f.id)
     return InputSet(files)
+
+
+def contained(root: Path, path: Path) -> Path | None:
+    """``path`` with every link followed, if that is a regular file inside ``root`` (itself
+    resolved), else None."""
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root):
+        return None
+    try:
+        # stat, not open: a FIFO or device in the folder is left out without being opened.
+        regular = stat.S_ISREG(real.stat().st_mode)
+    except OSError:
+        return None
+    return real if regular else None
 
 
 def _content(result: ToolResult) -> list[types.ContentBlock]:
@@ -106,10 +133,11 @@ class McpTools:
         if not self.root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
         self._stack = contextlib.ExitStack()
-        workspace = Path(
-            self._stack.enter_context(tempfile.TemporaryDirectory(prefix="omnilab-mcp-"))
-        )
+        workspace = Path(tempfile.mkdtemp(prefix="omnilab-mcp-"))
+        # Removed at any depth when the server stops (TemporaryDirectory recurses).
+        self._stack.callback(remove_tree, workspace)
         self.inputs = folder_inputs(self.root)
+        self._ids = {f.id: f for f in self.inputs}
         env = ToolEnv(
             inputs=self.inputs,
             model=Model(_ClientView(), name="mcp-client"),
@@ -138,8 +166,27 @@ class McpTools:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], is_error=True
             )
+        moved = self._moved(arguments or {})
+        if moved:
+            text = f"Error [NOT_FOUND]: {moved} no longer leads to a file inside the folder"
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], is_error=True
+            )
         result = await found(arguments or {})
         return types.CallToolResult(content=_content(result), is_error=result.error is not None)
+
+    def _moved(self, arguments: dict[str, Any]) -> str | None:
+        """The first input id named in ``arguments`` whose file was swapped for a link out of
+        the folder since it was listed (a link inside it changes what the id means: refused too)."""
+        names = [v for v in arguments.values() if isinstance(v, str)]
+        names += [
+            x for v in arguments.values() if isinstance(v, list) for x in v if isinstance(x, str)
+        ]
+        for name in names:
+            f = self._ids.get(name)
+            if f is not None and contained(self.root, self.root / name) != f.path:
+                return name
+        return None
 
     def close(self) -> None:
         """Stop the sandboxed interpreter and remove the workspace."""

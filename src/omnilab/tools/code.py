@@ -19,11 +19,12 @@ observation is a JSON object like the authors' (``stdout``, ``result``, ``create
 from __future__ import annotations
 
 import json
-import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
 
+from omnilab import _wsread
 from omnilab.content import Text
 from omnilab.sandbox import PythonResult, PythonSession
 from omnilab.tools.base import Tool, ToolError, ToolResult, tool
@@ -57,18 +58,18 @@ _Snapshot = dict[str, tuple[int, int]]
 
 
 def _snapshot(root: Path) -> _Snapshot:
-    """``relative path -> (size, mtime_ns)`` of the files under ``root`` (bounded)."""
+    """``relative path -> (size, mtime_ns)`` of the files under ``root`` (bounded).
+
+    Walked by descriptor (:func:`omnilab._wsread.walk`): the code may swap a folder for a link
+    to a root-only one while the harness (root) looks, and must not learn that folder's names.
+    """
     found: _Snapshot = {}
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            path = Path(folder) / name
-            try:
-                st = path.lstat()
-            except OSError:
-                continue  # removed while we looked
-            found[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns)
-            if len(found) >= _MAX_SCANNED_FILES:
-                return found
+    for folder in _wsread.walk(root):
+        for name, st in folder.entries:
+            if not stat.S_ISDIR(st.st_mode):
+                found["/".join((*folder.parts, name))] = (st.st_size, st.st_mtime_ns)
+                if len(found) >= _MAX_SCANNED_FILES:
+                    return found
     return found
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from omnilab import _wsread
 from omnilab._memo import IdentityMemo
 from omnilab.content import Text
 from omnilab.models.events import CallInput, ModelCallEvent
@@ -64,7 +65,10 @@ def file_hash(path: Path) -> str | None:
     if found is not None:
         return found
     try:
-        with path.open("rb") as f:
+        # The harness's safe open: a view in a workspace may have been swapped for a link or a
+        # FIFO by the task's code (never followed, never waited on).
+        fd, _ = _wsread.open_file(path)
+        with os.fdopen(fd, "rb") as f:
             if stat.st_size <= _WHOLE_LIMIT:
                 # file_digest reads into one reused buffer: no large allocation per file.
                 value = f"sha256:{hashlib.file_digest(f, 'sha256').hexdigest()}"

@@ -16,11 +16,12 @@ It lives outside the workspace, where sandboxed code cannot rewrite it.
 from __future__ import annotations
 
 import json
-import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omnilab import _wsread
 from omnilab.trajectory import AnswerEvent, ToolResultEvent
 
 if TYPE_CHECKING:
@@ -38,15 +39,15 @@ def workspace_outputs(workspace: Path) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if not workspace.is_dir():
         return found
-    for folder, dirs, files in os.walk(workspace, followlinks=False):
-        rel_folder = Path(folder).relative_to(workspace)
-        if rel_folder == Path():
-            dirs[:] = [d for d in dirs if d not in _HIDDEN]
-        for name in sorted(files):
-            path = Path(folder) / name
-            st = path.lstat()
-            entry: dict[str, Any] = {"path": str(rel_folder / name), "size": st.st_size}
-            if path.is_symlink():
+    # By descriptor: a folder swapped for a link mid-walk is not entered.
+    for folder in _wsread.walk(workspace):
+        if not folder.parts:
+            folder.descend[:] = [d for d in folder.descend if d not in _HIDDEN]
+        for name, st in folder.entries:
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            entry: dict[str, Any] = {"path": "/".join((*folder.parts, name)), "size": st.st_size}
+            if stat.S_ISLNK(st.st_mode):
                 entry["link"] = True
             found.append(entry)
             if len(found) >= _MAX_LISTED:

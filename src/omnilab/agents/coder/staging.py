@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from omnilab import _wsread
 from omnilab.agents.base import AgentConfigError, AgentTask
 from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
@@ -39,7 +40,7 @@ def stage_inputs(task: AgentTask, workspace: Path) -> list[str]:
     staged: list[str] = []
     used: set[str] = set()
     for item in task.inputs:
-        if not item.path.is_file():
+        if not _wsread.regular_file(item.path):
             raise AgentConfigError(f"input {item.id} ({item.path.name}) is not a readable file")
         name = item.path.name
         if name in used:

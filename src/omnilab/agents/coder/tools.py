@@ -18,10 +18,8 @@ echoed beside the image) and ``task_complete()`` without arguments; they run the
 
 from __future__ import annotations
 
-import errno
 import io
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from functools import cache
@@ -32,9 +30,10 @@ from typing import Any, Literal
 from PIL import Image as PILImage
 from PIL import ImageOps, UnidentifiedImageError
 
+from omnilab import _wsread
 from omnilab.content import Text
 from omnilab.media.image import resize
-from omnilab.sandbox import ExecResult, ShellSession, open_folder
+from omnilab.sandbox import ExecResult, ShellSession
 from omnilab.tools.base import Tool, ToolResult, tool
 
 __all__ = [
@@ -108,20 +107,17 @@ def read_workspace_image(
     if not rel.parts:
         raise ValueError(f"{path!r} is the workspace itself, not an image file")
     try:
-        with open_folder(workspace, rel.parts[:-1]) as dirfd:
-            fd = os.open(rel.parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dirfd)
-    except OSError as e:
-        if e.errno == errno.ELOOP or e.errno == errno.ENOTDIR:
-            raise ValueError(
-                f"{path!r} is a link or passes through one; links are not followed"
-            ) from None
-        raise ValueError(f"{path!r} cannot be opened: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(_MAX_IMAGE_BYTES + 1)
-    if len(data) > _MAX_IMAGE_BYTES:
-        raise ValueError(f"{path!r} is larger than {_MAX_IMAGE_BYTES // 1024**2} MB")
+        # Beneath the workspace, no link on any component, a FIFO refused at once, and the
+        # header's pixel count checked before anything is decoded.
+        opened = _wsread.open_image(
+            str(rel), root=workspace, max_bytes=_MAX_IMAGE_BYTES, name=repr(path)
+        )
+    except _wsread.UnsafeFileError as e:
+        raise ValueError(str(e)) from None
+    except (UnidentifiedImageError, OSError, ValueError) as e:
+        raise ValueError(f"{path!r} is not an image Pillow can read ({e})") from None
     try:
-        with PILImage.open(io.BytesIO(data)) as im:
+        with opened as im:
             upright = ImageOps.exif_transpose(im).convert("RGB")
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise ValueError(f"{path!r} is not an image Pillow can read ({e})") from None

@@ -279,11 +279,12 @@ class OtaEnv:
             def save(i: int) -> None:
                 # Written beside the manifest under its lock: one lock and one eviction pass
                 # per request instead of per frame.
-                paths[i].parent.mkdir(parents=True, exist_ok=True)
+                paths[i].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 tmp = paths[i].with_name(f".{paths[i].name}.tmp")
                 image = shots[i].image
                 image = image if image.mode == "RGB" else image.convert("RGB")
                 image.save(tmp, format="JPEG", quality=_JPEG_QUALITY)
+                tmp.chmod(0o600)  # the media cache is private (see omnilab.media.cache)
                 tmp.replace(paths[i])
 
             # Pillow releases the GIL while it encodes: the JPEGs are written on both cores.

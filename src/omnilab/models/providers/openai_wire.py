@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omnilab import _wsread
 from omnilab.content import Audio, Content, Document, Image, Text, Video
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ProviderError
@@ -71,11 +72,10 @@ def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
     mime = part.guess_mime("image/png")
     if part.box is None and caps.max_image_edge is None and mime in _SENDABLE_IMAGES:
         return {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
-    from PIL import Image as PILImage
-
     from omnilab.media.image import crop, resize
 
-    with PILImage.open(io.BytesIO(data)) as opened:
+    # A picture sandboxed code wrote may be a decompression bomb: refused on its header.
+    with _wsread.open_image(data, name=part.name) as opened:
         picture = opened.convert("RGB")
     if part.box is not None:
         picture = crop(picture, part.box, name=part.name)
@@ -85,7 +85,7 @@ def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
 
 
 def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, Any]:
-    raw = data if data is not None else (path.read_bytes() if path is not None else b"")
+    raw = data if data is not None else (_wsread.read_bytes(path) if path is not None else b"")
     return {
         "type": "input_audio",
         "input_audio": {"data": base64.b64encode(raw).decode("ascii"), "format": fmt},

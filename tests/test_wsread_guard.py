@@ -1,0 +1,93 @@
+"""Every harness-side read of what lies in a workspace goes through ``omnilab._wsread``: this
+fails when a module that handles workspace files opens, reads, copies or walks a path itself."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "omnilab"
+
+# The modules that touch files sandboxed code can write (views, the perception store, staging,
+# artifacts, image_read, report media, the created-files snapshot, the MCP folder).
+GUARDED = (
+    "content.py",
+    "agents/views.py",
+    "agents/delivery.py",
+    "agents/master/views.py",
+    "agents/coder/staging.py",
+    "agents/coder/artifacts.py",
+    "agents/coder/tools.py",
+    "models/providers/openai_wire.py",
+    "tools/_store.py",
+    "tools/code.py",
+    "report/media.py",
+    "server/mcp.py",
+)
+# Calls that read or walk a path (by the name called, however it is reached).
+READS = frozenset(
+    {
+        "open",
+        "read_bytes",
+        "read_text",
+        "copyfile",
+        "copy",
+        "copy2",
+        "copytree",
+        "walk",
+        "fwalk",
+        "rglob",
+        "glob",
+        "iterdir",
+        "scandir",
+        "listdir",
+        "is_file",
+    }
+)
+# The few that are not reads of a workspace path, each with why.
+ALLOWED = {
+    # Content.read_bytes goes through _wsread itself; a clip comes from the media cache.
+    ("models/providers/openai_wire.py", "part.read_bytes()"),
+    ("models/providers/openai_wire.py", "cut.read_bytes()"),
+    # The file object comes from _wsread.open_file's descriptor.
+    ("report/media.py", "PILImage.open(f)"),
+    ("report/media.py", "picture.copy()"),  # a Pillow image in memory
+}
+
+
+def offences(source: str, module: str) -> list[str]:
+    """The read calls in ``source`` that do not go through ``_wsread`` and are not allowed."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in READS:
+            continue
+        text = ast.unparse(node)
+        if text.startswith("_wsread.") or (module, text) in ALLOWED:
+            continue
+        if node.args and ast.unparse(node.args[0]).startswith("io.BytesIO("):
+            continue  # bytes already in memory
+        found.append(f"{module}:{node.lineno}: {text}")
+    return found
+
+
+def test_workspace_files_are_read_only_through_wsread() -> None:
+    found = [o for m in GUARDED for o in offences((SRC / m).read_text(), m)]
+    assert not found, "read these through omnilab._wsread:\n" + "\n".join(found)
+
+
+def test_the_guard_catches_direct_reads() -> None:
+    caught = offences(
+        "data = (ws / 'views' / 'a.jpg').read_bytes()\n"
+        "shutil.copyfile(src, dst)\n"
+        "for f in os.walk(ws): pass\n"
+        "PILImage.open(path)\n"
+        "with open(path, 'rb') as f: pass\n"
+        "ok = _wsread.read_bytes(path)\n"
+        "im = PILImage.open(io.BytesIO(data))\n",
+        "agents/views.py",
+    )
+    assert len(caught) == 5 and all("_wsread" not in c for c in caught)
