@@ -52,6 +52,11 @@ ALLOWED = {
     # The file object comes from _wsread.open_file's descriptor.
     ("report/media.py", "PILImage.open(f)"),
     ("report/media.py", "picture.copy()"),  # a Pillow image in memory
+    # omnilab's own package data (the KIRA tool specs), never a workspace file.
+    (
+        "agents/coder/tools.py",
+        "resources.files(__package__).joinpath('tools_kira.json').read_text(encoding='utf-8')",
+    ),
 }
 
 
