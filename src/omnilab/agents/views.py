@@ -33,7 +33,7 @@ from omnilab.inputs import FileKind, InputFile, InputSet
 from omnilab.models.capabilities import Capabilities
 
 if TYPE_CHECKING:
-    from omnilab.media.video import Frame
+    from omnilab.media.prepared import JpegFrame
 
 __all__ = [
     "MODES",
@@ -158,6 +158,7 @@ def _native(
                 max_frames=d.frames_max,
                 max_edge=d.frames_max_edge,
                 audio_s=d.soundtrack_max_s,
+                keyframes=d.frames_sampling == "keyframe",
             ),
         )
     part: MediaContent = f.content()
@@ -203,6 +204,7 @@ def _start_view(
             max_frames=d.frames_max,
             max_edge=d.frames_max_edge,
             audio_s=d.start_audio_s,
+            keyframes=d.frames_sampling == "keyframe",
         )
     if f.kind == "video" and caps.image:
         views.mkdir(parents=True, exist_ok=True)
@@ -231,7 +233,7 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     """The single-modality view of one file: pictures only, or sound only."""
     from omnilab.config import get_settings
     from omnilab.media.errors import MediaError
-    from omnilab.media.video import frames
+    from omnilab.media.prepared import jpeg_frames
 
     if mode == "vision-as-tool":
         if f.kind == "image":
@@ -251,20 +253,25 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     try:
         duration = f.probe().duration or 0.0
         n = max(1, min(settings.video_max_frames, round(duration * settings.video_fps)))
-        shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
+        shots = jpeg_frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
     except MediaError as e:
         return [Text(text=f"[{f.id}: no frames ({e.code}: {f.redact(e.message)})]")]
     head = f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]"
     return frame_parts(f.id, shots, views, head)
 
 
-def frame_parts(file_id: str, shots: Sequence[Frame], views: Path, head: str) -> list[Content]:
-    """``head``, then each frame saved into ``views`` as JPEG after a ``t=... s`` line."""
+def frame_parts(file_id: str, shots: Sequence[JpegFrame], views: Path, head: str) -> list[Content]:
+    """``head``, then each frame (a prepared JPEG) placed in ``views`` after a ``t=... s`` line.
+
+    The files are hard links to the media cache's entries where the file system allows (no
+    copy, and the run folder keeps them when the cache evicts its names), else copies.
+    """
+    from omnilab.media.prepared import place
+
     views.mkdir(parents=True, exist_ok=True)
     parts: list[Content] = [Text(text=head)]
     for shot in shots:
-        out = views / f"{file_id}_t{shot.timestamp:.3f}.jpg"
-        shot.image.convert("RGB").save(out, quality=90)
+        out = place(shot.path, views / f"{file_id}_t{shot.timestamp:.3f}.jpg")
         parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
     return parts
 

@@ -80,12 +80,16 @@ def audio_segment(
     rate = get_settings().media.audio_sample_rate
 
     def produce(dest: Path) -> None:
-        pcm = np.round(_mono(info, s, e, rate) * 32767.0).astype("<i2")
+        # Written a block (about a second) at a time: a 30-minute soundtrack never sits in
+        # memory as float samples (115 MB, plus as much again for the conversion). The same
+        # operations per sample as on the whole array, so the file is the same.
         with wave.open(str(dest), "wb") as w:
             w.setnchannels(1)
             w.setsampwidth(2)
             w.setframerate(rate)
-            w.writeframes(pcm.tobytes())
+            for block in iter_audio(info, s, e, rate=rate, layout="mono"):
+                mono = np.clip(block[0], -1.0, 1.0)
+                w.writeframes(np.round(mono * 32767.0).astype("<i2").tobytes())
 
     params = {"start": s, "end": e, "rate": rate, "v": _CACHE_VERSION}
     return write_output(info.path, "audio_segment", params, ".wav", produce, out=out, cache=cache)
