@@ -54,6 +54,9 @@ MAX_FRAMES = 128
 MAX_EDGE = 512
 FFMPEG_INPUTS = 16
 
+# The omnilab source the eval processes run (``--eval-pythonpath``: before/after comparisons).
+EVAL_PYTHONPATH = ""
+
 # Targets (issue 37; see docs/performance.md).
 MAX_CPU_PER_TASK = 5.0
 MAX_FRAMES_RATIO = 1.5
@@ -142,6 +145,8 @@ def text_tasks(folder: Path, tasks: int) -> Path:
 def eval_run(args: list[str], base_url: str, out: Path, cache: Path, concurrency: int) -> Proc:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OMNILAB_")}
     env["OMNILAB_CACHE_DIR"] = str(cache)
+    if EVAL_PYTHONPATH:
+        env["PYTHONPATH"] = EVAL_PYTHONPATH
     cmd = [sys.executable, "-m", "omnilab", "eval", *args]
     cmd += ["--model", f"vllm:gemini-2.0-flash@{base_url}", "--scorer", "answer_set"]
     cmd += ["--concurrency", str(concurrency), "--out", str(out), "--no-progress", "--no-cache"]
@@ -236,6 +241,8 @@ def uniform_times(duration: float) -> list[float]:
 
 def main() -> None:
     args = _parse_args()
+    global EVAL_PYTHONPATH
+    EVAL_PYTHONPATH = args.eval_pythonpath
     sys.path.insert(0, str(Path(__file__).parent))
     media_bench = importlib.import_module("media")
     base = media_bench.ensure_video(args.data_dir, args.minutes)
@@ -368,6 +375,11 @@ def _parse_args() -> argparse.Namespace:
         help="where the videos are kept (default: the omnilab cache folder's bench-media)",
     )
     parser.add_argument("--out", type=Path, default=None, help="parent of the run folders")
+    parser.add_argument(
+        "--eval-pythonpath",
+        default="",
+        help="PYTHONPATH of the eval processes only (e.g. an older checkout's src, to compare)",
+    )
     args = parser.parse_args()
     if args.data_dir is None:
         from omnilab.config import get_settings
