@@ -71,10 +71,13 @@ def test_a_second_run_reuses_the_prepared_frames_and_soundtrack(
     second = _run(tmp_path / "run2", video, **options)
     assert counts == {"frames": 1, "audio": 1}  # nothing decoded again
     assert second.raw == first.raw
-    # The run folder has its own views (links to the cache's files, or copies).
+    # The run folder has its own copies of the frames: never the cache's files themselves
+    # (code in the workspace must not be able to write into a shared entry).
     views = sorted((tmp_path / "run2" / "ws" / "views").glob("*.jpg"))
     assert len(views) == 8  # 4 s at 2 fps
-    assert all(v.stat().st_size > 0 for v in views)
+    cached = {p.stat().st_ino for p in (tmp_path / "cache" / "media").rglob("*.jpg")}
+    assert len(cached) == 8
+    assert all(v.stat().st_nlink == 1 and v.stat().st_ino not in cached for v in views)
 
 
 def test_keyframe_sampling_sends_keyframes_at_or_before_each_time(

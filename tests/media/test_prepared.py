@@ -152,6 +152,40 @@ def test_memory_budget_makes_jobs_wait() -> None:
         assert budget.used == 100
 
 
+def test_frame_preparation_waits_for_the_memory_budget(
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs on different videos reserve their estimated peak: with room for one, they run one
+    after the other instead of together."""
+    import omnilab.media.budget as budget_module
+
+    budget = MemoryBudget(10 * 1024**2)  # one job on the fixture video is estimated at ~7 MB
+    asked: list[int] = []
+    real_reserve = budget.reserve
+
+    def reserve(nbytes: int) -> object:
+        asked.append(nbytes)
+        return real_reserve(nbytes)
+
+    monkeypatch.setattr(budget, "reserve", reserve)
+    monkeypatch.setattr(budget_module, "_BUDGET", budget)
+    copies = [tmp_path / f"v{i}.mp4" for i in range(3)]
+    for i, copy in enumerate(copies):
+        copy.write_bytes(video.read_bytes() + bytes([i]))  # distinct content identities
+    threads = [
+        threading.Thread(target=jpeg_frames, args=(c, 0.0, None, 6), kwargs={"max_edge": 64})
+        for c in copies
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(asked) == 3 and all(0 < n <= budget.limit < 2 * n for n in asked)
+    assert budget.peak == max(asked)  # never two at once
+    assert budget.used == 0
+    assert all(len(jpeg_frames(c, 0.0, None, 6, max_edge=64)) == 6 for c in copies)
+
+
 def test_soundtrack_is_written_block_by_block_with_the_same_samples(video: Path) -> None:
     import wave
 

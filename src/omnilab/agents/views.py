@@ -261,11 +261,8 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
 
 
 def frame_parts(file_id: str, shots: Sequence[JpegFrame], views: Path, head: str) -> list[Content]:
-    """``head``, then each frame (a prepared JPEG) placed in ``views`` after a ``t=... s`` line.
-
-    The files are hard links to the media cache's entries where the file system allows (no
-    copy, and the run folder keeps them when the cache evicts its names), else copies.
-    """
+    """``head``, then each frame (a prepared JPEG from the media cache) copied into ``views``
+    after a ``t=... s`` line (the run folder keeps them when the cache evicts its entries)."""
     from omnilab.media.prepared import place
 
     views.mkdir(parents=True, exist_ok=True)

@@ -192,20 +192,17 @@ def fitted_png(
 
 
 def place(entry: Path, dest: Path) -> Path:
-    """``dest`` made to hold ``entry``'s bytes: a hard link where possible, else a copy.
+    """``dest`` made to hold a copy of ``entry``'s bytes, replaced atomically.
 
-    Replaced atomically, so a reader never sees a partial file.
+    A copy, never a hard link: ``dest`` may be in a task's workspace, where sandboxed code
+    could otherwise write through the link into the shared cache entry.
     """
-    import os
     import shutil
     import uuid
 
     tmp = dest.with_name(f".{dest.name}.tmp-{uuid.uuid4().hex}")
     try:
-        try:
-            os.link(entry, tmp)
-        except OSError:  # another file system, or links not allowed: copy
-            shutil.copyfile(entry, tmp)
+        shutil.copyfile(entry, tmp)
         tmp.replace(dest)
     finally:
         tmp.unlink(missing_ok=True)
