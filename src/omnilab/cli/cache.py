@@ -20,7 +20,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tex
 
 
 def _mb(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB"
+    return f"{n / 2**20:,.1f} MiB"
 
 
 def _ago(t: float | None) -> str:
