@@ -52,8 +52,9 @@ class Delivery(BaseModel):
     frames_sampling: Literal["exact", "keyframe"] = "exact"
     """How those frames are sampled: ``exact``, the frame shown at each evenly spread time
     (the reference's uniform sampling; the presets use it), or ``keyframe``, the keyframe at or
-    before each time: its time is up to one keyframe interval (GOP) earlier than asked and
-    neighbouring times may share a frame, for a fraction of the decoding (docs/media.md)."""
+    before each time: its time is up to one keyframe interval (GOP) earlier than asked (than
+    the last frame, past the pictures' end) and neighbouring times may share a frame, for a
+    fraction of the decoding (docs/media.md)."""
     start_view: Literal["sheet", "video"] = "sheet"
     """``active`` mode's starting view: ``sheet`` (a contact sheet per video, no sound) or
     ``video`` (the whole video with its sound, as a video part or as frames)."""
