@@ -207,3 +207,36 @@ def test_synth_long_video_with_sparse_keyframes(tmp_path: Path) -> None:
     for shot in shots:
         assert shot.keyframe
         assert 0.0 <= shot.requested - shot.timestamp <= 2.0 + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("fmt", "layout", "dtype"),
+    [
+        ("fltp", "mono", "f4"),
+        ("fltp", "stereo", "f4"),
+        ("s16", "stereo", "i2"),
+        ("s16p", "5.1", "i2"),
+        ("u8", "mono", "u1"),
+        ("dbl", "stereo", "f8"),
+    ],
+)
+def test_joined_audio_frames_equal_their_arrays_concatenated(
+    fmt: str, layout: str, dtype: str
+) -> None:
+    import av
+    import numpy as np
+
+    from omnilab.media.audio import _joined_samples
+
+    channels = len(av.AudioLayout(layout).channels)
+    frames = []
+    for samples in (1024, 7, 960):
+        shape = (
+            (channels, samples) if fmt.endswith("p") or channels == 1 else (1, samples * channels)
+        )
+        data = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
+        frames.append(av.AudioFrame.from_ndarray(data, format=fmt, layout=layout))
+    expected = np.concatenate([f.to_ndarray() for f in frames], axis=1)
+    joined = _joined_samples(frames)
+    assert joined.dtype == expected.dtype
+    assert np.array_equal(joined, expected)

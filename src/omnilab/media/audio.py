@@ -296,7 +296,7 @@ def _joined_samples(frames: list[av.AudioFrame]) -> NDArray[Any]:
     for f in frames:
         n = f.samples * width
         for row, plane in zip(range(rows), f.planes, strict=False):
-            out[row, pos : pos + n] = np.frombuffer(plane, dtype=dtype, count=n)
+            out[row, pos : pos + n] = np.frombuffer(memoryview(plane), dtype=dtype, count=n)
         pos += n
     return out
 
