@@ -25,7 +25,7 @@ from omnilab.config import get_settings
 from omnilab.content import Audio, Document, Image, Text, Video
 from omnilab.inputs import InputSet
 from omnilab.media import synth
-from omnilab.models import ErrorKind, Message, ToolCall, get_model
+from omnilab.models import ErrorKind, Message, ModelError, ToolCall, get_model
 from omnilab.models.adapter import AdapterSpec
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ProviderError
@@ -227,3 +227,20 @@ def test_a_large_request_is_sent_without_holding_its_media(
         sent = server.chat_requests[0].size
     assert sent > 32 * 1024 * 1024
     assert peak < 8 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB while sending {sent / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_an_unreadable_media_file_fails_before_sending_in_one_line(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "shown.png"
+    if kind == "folder":
+        path.mkdir()
+    with FakeOpenAIServer() as server:
+        model = get_model(f"vllm:Qwen/Qwen2.5-VL-7B@{server.base_url}", max_attempts=1)
+        with pytest.raises(ModelError) as info:
+            model.generate_sync([Message.user("What is this?", Image(path=path))])
+        assert server.chat_requests == []  # nothing was sent
+    assert info.value.kind is ErrorKind.MEDIA
+    message = str(info.value)
+    assert "cannot read image" in message and "shown.png" in message and "\n" not in message

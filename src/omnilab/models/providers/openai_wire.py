@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from omnilab.content import Audio, Content, Document, Image, Text, Video
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ProviderError
-from omnilab.models.providers.wire_body import FileData, materialize
+from omnilab.models.providers.wire_body import FileData, file_data, materialize
 from omnilab.models.types import Message, ResponseFormat, TokenLogprob, ToolSpec, TopLogprob
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _data_url(mime: str, data: bytes) -> str:
 
 def _file_url(mime: str, path: Path) -> FileData:
     """A data URL of a file's bytes, read only when the request is written."""
-    return FileData(path, f"data:{mime};base64,")
+    return file_data(path, f"data:{mime};base64,")
 
 
 def _url(mime: str, path: Path | None, data: bytes | None) -> str | FileData:
@@ -107,7 +107,7 @@ def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
 def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, Any]:
     payload: str | FileData
     if data is None and path is not None:
-        payload = FileData(path)
+        payload = file_data(path)
     else:
         payload = base64.b64encode(data or b"").decode("ascii")
     return {"type": "input_audio", "input_audio": {"data": payload, "format": fmt}}

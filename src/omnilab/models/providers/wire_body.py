@@ -19,13 +19,21 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileData", "MediaChangedError", "StreamedBody", "materialize", "stream_body"]
+__all__ = [
+    "FileData",
+    "MediaChangedError",
+    "StreamedBody",
+    "file_data",
+    "materialize",
+    "stream_body",
+]
 
 # Bytes of a file read per piece: a multiple of 3, so each piece's base64 has no padding.
 _READ_BYTES = 3 * 256 * 1024
@@ -74,9 +82,18 @@ class FileData:
                     yield base64.b64encode(piece)
         except FileNotFoundError:
             raise MediaChangedError(f"{self.path.name} was removed before it was sent") from None
+        except OSError as e:
+            raise MediaChangedError(f"{self.path.name} could not be read ({e.strerror})") from None
         if seen != expected:
             raise MediaChangedError(f"{self.path.name} changed size before it was sent")
         yield b'"'
+
+
+def file_data(path: Path, prefix: str = "") -> FileData:
+    """A payload of the file at ``path``, opened once now so that a file that cannot be read
+    fails here, when the body is built, with the error reading it would give."""
+    with path.open("rb") as f:
+        return FileData(path, prefix, os.fstat(f.fileno()).st_size)
 
 
 def materialize(value: Any) -> Any:
