@@ -20,16 +20,22 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omnilab.media.cache import MediaCache
+
+if TYPE_CHECKING:
+    from omnilab.media.video import Frame
 
 __all__ = ["JpegFrame", "fitted_png", "jpeg_frames", "jpeg_frames_at"]
 
 # Bump when the bytes produced for the same parameters change, so old entries are not hit.
 _VERSION = 1
 _JPEG_QUALITY = 90
-# Pictures a decoder keeps for reference and reordering, per decoding worker (H.264 allows 16).
+# Pictures a decoder keeps for reference and reordering, per decoding worker (H.264 allows 16),
+# and the most decoding workers one request uses (``omnilab.media.video._MAX_WORKERS``).
 _DECODER_PICTURES = 16
+_DECODING_WORKERS = 4
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ def _frame_set(
     max_edge: int | None,
     keyframes_only: bool,
     cache: MediaCache | None,
-    decode: Callable[[int | None], Sequence[object]],
+    decode: Callable[[int | None], Sequence[Frame]],
 ) -> list[JpegFrame]:
     from omnilab.config import get_settings
     from omnilab.media.budget import media_budget
@@ -122,7 +128,7 @@ def _frame_set(
         width, height = info.width or 1920, info.height or 1080
         scale = min(1.0, edge / max(width, height)) if edge else 1.0
         kept = num * int(width * scale) * int(height * scale) * 4
-        decoding = 4 * _DECODER_PICTURES * width * height * 3 // 2
+        decoding = _DECODING_WORKERS * _DECODER_PICTURES * width * height * 3 // 2
         with media_budget().reserve(kept + decoding):
             shots = decode(max_edge)
             made = [_store_frame(store, key, i, shot) for i, shot in enumerate(shots)]
@@ -137,10 +143,7 @@ def _frame_key(key: str, index: int) -> str:
     return hashlib.sha256(f"{key}/{index}".encode()).hexdigest()
 
 
-def _store_frame(store: MediaCache, key: str, index: int, shot: object) -> JpegFrame:
-    from omnilab.media.video import Frame
-
-    assert isinstance(shot, Frame)
+def _store_frame(store: MediaCache, key: str, index: int, shot: Frame) -> JpegFrame:
     buf = io.BytesIO()
     shot.image.convert("RGB").save(buf, format="JPEG", quality=_JPEG_QUALITY)
     out = store.put(_frame_key(key, index), ".jpg", buf.getvalue())
