@@ -19,6 +19,7 @@ GUARDED = (
     "agents/coder/artifacts.py",
     "agents/coder/tools.py",
     "models/providers/openai_wire.py",
+    "models/providers/wire_body.py",
     "tools/_store.py",
     "tools/code.py",
     "report/media.py",

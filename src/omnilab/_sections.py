@@ -49,6 +49,10 @@ class MediaSettings(_Section):
     cache_max_bytes: int = Field(default=2 * 1024**3, ge=0)
     """Size bound of the media cache; least recently used entries are evicted past it."""
 
+    memory_budget_bytes: int = Field(default=1024**3, ge=64 * 1024**2)
+    """Memory that media preparation (decoding frames) may hold at once in one process;
+    more jobs wait for room (one larger than this runs alone)."""
+
 
 class PerceptionSettings(_Section):
     """Backends and thresholds of the perception operators (ASR, VAD, OCR, shots, digest)."""

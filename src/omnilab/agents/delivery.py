@@ -9,7 +9,8 @@ reproduction presets set the OmniGAIA authors' behaviour (``bench/protocols/*.to
   video, up to ``soundtrack_max_s``);
 - ``frames_fps`` / ``frames_max`` / ``frames_max_edge``: a model that takes images and audio
   but not video gets the video as frames at that rate (at most that many, that size), each
-  after its time, plus the soundtrack;
+  after its time, plus the soundtrack; ``frames_sampling`` picks exact frames (the presets,
+  as the reference samples) or the keyframe at or before each time (faster, up to a GOP early);
 - ``start_view``: what ``active`` mode shows first: ``sheet`` (one contact sheet per video,
   no sound, images shrunk to ``start_image_edge``, audio cut at ``start_audio_s``) or
   ``video`` (the whole video as above, with its sound up to ``start_audio_s``, full images).
@@ -48,6 +49,12 @@ class Delivery(BaseModel):
     frames_max_edge: int | None = Field(default=None, ge=16)
     """Longest edge of those frames in pixels (reference: 512); ``None``: the model's
     ``max_image_edge``, else the source size."""
+    frames_sampling: Literal["exact", "keyframe"] = "exact"
+    """How those frames are sampled: ``exact``, the frame shown at each evenly spread time
+    (the reference's uniform sampling; the presets use it), or ``keyframe``, the keyframe at or
+    before each time: its time is up to one keyframe interval (GOP) earlier than asked (than
+    the last frame, past the pictures' end) and neighbouring times may share a frame, for a
+    fraction of the decoding (docs/media.md)."""
     start_view: Literal["sheet", "video"] = "sheet"
     """``active`` mode's starting view: ``sheet`` (a contact sheet per video, no sound) or
     ``video`` (the whole video with its sound, as a video part or as frames)."""
@@ -101,16 +108,20 @@ def video_frames_parts(
     max_frames: int,
     max_edge: int | None,
     audio_s: float,
+    keyframes: bool = False,
 ) -> list[Content]:
     """Video ``f`` as frames at ``fps`` (at most ``max_frames``, ``max_edge`` pixels), each
-    after its time, then its soundtrack (up to ``audio_s``) when the model takes audio."""
+    after its time, then its soundtrack (up to ``audio_s``) when the model takes audio.
+    ``keyframes`` samples the keyframe at or before each time instead of the exact frame."""
     from omnilab.agents.views import frame_parts
-    from omnilab.media.video import frames
+    from omnilab.media.prepared import jpeg_frames
 
     duration = f.probe().duration or 0.0
     n = max(1, min(max_frames, round(duration * fps)))
     edge = max_edge or caps.max_image_edge
-    shots = frames(f.path, 0.0, None, num=n, max_edge=edge)
+    # Decoded and encoded once per video content and sampling (the media cache): later turns,
+    # samples, tasks and runs that show the same video reuse the files.
+    shots = jpeg_frames(f.path, 0.0, None, num=n, max_edge=edge, keyframes_only=keyframes)
     size = f" at most {edge} px," if edge else ""
     head = f"[{f.id}: {len(shots)} frames ({fps:g} fps,{size} each after its time)]"
     return frame_parts(f.id, shots, views, head) + soundtrack_parts(f, inputs, caps, audio_s)

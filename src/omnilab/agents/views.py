@@ -37,7 +37,7 @@ from omnilab.models.capabilities import Capabilities
 if TYPE_CHECKING:
     from PIL import Image as PILImage
 
-    from omnilab.media.video import Frame
+    from omnilab.media.prepared import JpegFrame
 
 __all__ = [
     "MODES",
@@ -49,6 +49,7 @@ __all__ = [
     "first_message_parts",
     "frame_parts",
     "media_kinds",
+    "place_view",
     "save_view",
     "text_part",
 ]
@@ -163,6 +164,7 @@ def _native(
                 max_frames=d.frames_max,
                 max_edge=d.frames_max_edge,
                 audio_s=d.soundtrack_max_s,
+                keyframes=d.frames_sampling == "keyframe",
             ),
         )
     part: MediaContent = f.content()
@@ -208,6 +210,7 @@ def _start_view(
             max_frames=d.frames_max,
             max_edge=d.frames_max_edge,
             audio_s=d.start_audio_s,
+            keyframes=d.frames_sampling == "keyframe",
         )
     if f.kind == "video" and caps.image:
         sheet = video_sheet(f.path, d.sheet_frames, tile_edge=_SHEET_TILE)
@@ -233,7 +236,7 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     """The single-modality view of one file: pictures only, or sound only."""
     from omnilab.config import get_settings
     from omnilab.media.errors import MediaError
-    from omnilab.media.video import frames
+    from omnilab.media.prepared import jpeg_frames
 
     if mode == "vision-as-tool":
         if f.kind == "image":
@@ -253,18 +256,21 @@ def _one_modality(f: InputFile, mode: Mode, views: Path) -> list[Content]:
     try:
         duration = f.probe().duration or 0.0
         n = max(1, min(settings.video_max_frames, round(duration * settings.video_fps)))
-        shots = frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
+        shots = jpeg_frames(f.path, 0.0, None, num=n, max_edge=settings.frame_max_edge)
     except MediaError as e:
         return [Text(text=f"[{f.id}: no frames ({e.code}: {f.redact(e.message)})]")]
     head = f"[{f.id}: {len(shots)} frames without sound; ask audio_qa about what is heard]"
     return frame_parts(f.id, shots, views, head)
 
 
-def frame_parts(file_id: str, shots: Sequence[Frame], views: Path, head: str) -> list[Content]:
-    """``head``, then each frame saved into ``views`` as JPEG after a ``t=... s`` line."""
+def frame_parts(file_id: str, shots: Sequence[JpegFrame], views: Path, head: str) -> list[Content]:
+    """``head``, then each frame (a prepared JPEG from the media cache) copied into ``views``
+    after a ``t=... s`` line (the run folder keeps them when the cache evicts its entries)."""
     parts: list[Content] = [Text(text=head)]
     for shot in shots:
-        out = save_view(shot.image, views, f"{file_id}_t{shot.timestamp:.3f}.jpg", quality=90)
+        # The cache entry is the harness's own file; the copy goes in by place_view's rules.
+        name = f"{file_id}_t{shot.timestamp:.3f}.jpg"
+        out = place_view(_wsread.read_bytes(shot.path), views, name)
         parts += [Text(text=f"t={shot.timestamp:.2f} s"), Image(path=out, mime_type="image/jpeg")]
     return parts
 
@@ -277,14 +283,19 @@ def save_view(image: PILImage.Image, views: Path, name: str, *, quality: int = 7
     and the workspace is marked untrusted so every later read of the view (the provider
     adapter re-reads it for each model call) goes through :mod:`omnilab._wsread`.
     """
-    from omnilab.sandbox import place_bytes
-
     buf = io.BytesIO()
     image.convert("RGB").save(buf, format="JPEG", quality=quality)
+    return place_view(buf.getvalue(), views, name)
+
+
+def place_view(data: bytes, views: Path, name: str) -> Path:
+    """Writes ``data`` as ``views/name`` by :func:`save_view`'s rules and returns its path."""
+    from omnilab.sandbox import place_bytes
+
     workspace = views.parent
     _wsread.mark_untrusted(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
-    place_bytes(workspace, (views.name,), name, buf.getvalue())
+    place_bytes(workspace, (views.name,), name, data)
     return views / name
 
 

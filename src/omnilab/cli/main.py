@@ -54,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "omnilab.cli.export:app",
         "Training data: SFT, DPO, RL prompts and group advantages.",
     ),
+    "cache": ("omnilab.cli.cache:app", "See and clear the media cache (prepared media parts)."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
     "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),

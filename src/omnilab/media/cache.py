@@ -28,7 +28,7 @@ from filelock import FileLock
 
 from omnilab.config import get_settings
 
-__all__ = ["MediaCache", "file_identity"]
+__all__ = ["CacheStats", "MediaCache", "file_identity"]
 
 _EDGE_BYTES = 1 << 20
 # Entries used this recently are never evicted, so a path just handed to a caller stays readable.
@@ -57,6 +57,19 @@ def _identity(path: Path, size: int, mtime_ns: int) -> str:
         elif size > _EDGE_BYTES:
             h.update(f.read())
     return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What :meth:`MediaCache.stats` reports."""
+
+    root: Path
+    entries: int
+    bytes: int
+    max_bytes: int
+    oldest: float | None
+    """Last use of the least recently used entry (seconds since the epoch)."""
+    newest: float | None
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,31 @@ class MediaCache:
             return None
         return path
 
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold ``key``'s producer lock (across processes) for the block."""
+        locks = self.root / _LOCK_DIR
+        locks.mkdir(parents=True, exist_ok=True)
+        # The OS drops the lock if its holder dies.
+        with FileLock(str(locks / f"{key}.lock")):
+            yield
+
+    def put(self, key: str, suffix: str, data: bytes) -> Path:
+        """Store ``data`` as the entry for ``key`` (atomically; no lock, no eviction).
+
+        For content-addressed entries written under a lock the caller holds (see :meth:`lock`),
+        in batches followed by one :meth:`evict`.
+        """
+        final = self.path_for(key, suffix)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
+        try:
+            tmp.write_bytes(data)
+            tmp.replace(final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return final
+
     def get_or_create(self, key: str, suffix: str, produce: Callable[[Path], None]) -> Path:
         """Return the entry, calling ``produce(tmp_path)`` to write it when missing.
 
@@ -133,6 +171,19 @@ class MediaCache:
         """Total bytes of complete entries."""
         return sum(e.size for e in self._entries())
 
+    def stats(self) -> CacheStats:
+        """How many entries the cache holds, their bytes, and the oldest and newest use."""
+        entries = list(self._entries())
+        times = [e.mtime for e in entries]
+        return CacheStats(
+            root=self.root,
+            entries=len(entries),
+            bytes=sum(e.size for e in entries),
+            max_bytes=self.max_bytes,
+            oldest=min(times, default=None),
+            newest=max(times, default=None),
+        )
+
     def evict(self) -> None:
         """Remove least recently used entries until the cache is within its bound."""
         if not self.root.exists():
@@ -152,10 +203,14 @@ class MediaCache:
                     entry.path.unlink()
                     total -= entry.size
 
-    def clear(self) -> None:
-        """Remove every entry."""
+    def clear(self) -> int:
+        """Remove every entry; returns the bytes freed."""
+        freed = 0
         for entry in self._entries():
-            entry.path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                entry.path.unlink()
+                freed += entry.size
+        return freed
 
     def _entries(self, *, collect_stale: bool = False) -> Iterator[_Entry]:
         if not self.root.exists():

@@ -50,7 +50,13 @@ class RecordedRequest:
     headers: dict[str, str]
     """Header names in lower case (HTTP names are case-insensitive; clients differ)."""
     body: Any
-    """The JSON body, or the raw text if it was not JSON."""
+    """The JSON body, or the raw text if it was not JSON (``None`` when bodies are not kept)."""
+    raw: bytes = b""
+    """The body's bytes as received (empty when bodies are not kept)."""
+    size: int = 0
+    """Length of the body in bytes."""
+    chunked: bool = False
+    """Whether the body came in chunked transfer encoding rather than with a length."""
 
 
 def _completion(
@@ -164,8 +170,16 @@ def reply_raw(body: str, *, status: int = 200, content_type: str = "text/html") 
 class FakeOpenAIServer:
     """An OpenAI-compatible ``/v1/chat/completions`` server in a background thread."""
 
-    def __init__(self, *, latency_s: float = 0.0, default: FakeReply | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        default: FakeReply | None = None,
+        keep_bodies: bool = True,
+    ) -> None:
         self.latency_s = latency_s
+        self.keep_bodies = keep_bodies
+        """Keep each request's body; off (benchmarks with large media bodies), only sizes."""
         self.default = default or reply_text("ok")
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
@@ -250,14 +264,23 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the per-request log lines on stderr."""
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length).decode("utf-8", errors="replace")
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = raw
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        data, size = self._read_body(chunked, keep=self.server_ref.keep_bodies)
+        body: Any = None
+        if self.server_ref.keep_bodies:
+            text = data.decode("utf-8", errors="replace")
+            try:
+                body = json.loads(text)
+            except ValueError:
+                body = text
         recorded = RecordedRequest(
-            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+            "POST",
+            self.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+            raw=data,
+            size=size,
+            chunked=chunked,
         )
         reply = self.server_ref._next(recorded)
         try:
@@ -269,6 +292,34 @@ class _Handler(BaseHTTPRequestHandler):
             # request as soon as it reads this one.
             self.server_ref._done()
         self._send(reply)
+
+    def _read_body(self, chunked: bool, *, keep: bool) -> tuple[bytes, int]:
+        """The request body (empty unless ``keep``) and its length, read a piece at a time."""
+        got: list[bytes] = []
+        size = 0
+
+        def read(n: int) -> None:
+            nonlocal size
+            while n > 0:
+                piece = self.rfile.read(min(n, 1 << 20))
+                if not piece:
+                    return
+                n -= len(piece)
+                size += len(piece)
+                if keep:
+                    got.append(piece)
+
+        if not chunked:
+            read(int(self.headers.get("Content-Length", "0")))
+            return b"".join(got), size
+        while True:
+            line = self.rfile.readline().split(b";", 1)[0].strip()
+            n = int(line or b"0", 16)
+            if n == 0:
+                self.rfile.readline()  # the empty line after the last chunk
+                return b"".join(got), size
+            read(n)
+            self.rfile.readline()  # the chunk's closing CRLF
 
     def do_GET(self) -> None:
         recorded = RecordedRequest(

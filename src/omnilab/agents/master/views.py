@@ -23,11 +23,11 @@ __all__ = ["agent_parts", "input_parts"]
 def _frames(item: AgentInput, count: int, views: Path) -> list[Content]:
     # Imported here: decoding is needed only when a video model lacks video input.
     from omnilab.media.errors import MediaError
-    from omnilab.media.video import frames
+    from omnilab.media.prepared import jpeg_frames
 
     f = item.file
     try:
-        shots = frames(f.path, 0.0, None, num=count)
+        shots = jpeg_frames(f.path, 0.0, None, num=count)
     except MediaError as e:
         return [Text(text=f"[{item.id}: no frames ({e.code}: {f.redact(e.message)})]")]
     head = f"[{item.id}: video as {len(shots)} frames, each after its time in seconds]"

@@ -28,6 +28,7 @@ from omnilab.models.providers.openai_wire import (
     wire_tool_choice,
     wire_tools,
 )
+from omnilab.models.providers.wire_body import StreamedBody, materialize, stream_body
 from omnilab.models.types import (
     GenerateConfig,
     Message,
@@ -76,8 +77,19 @@ class OpenAIAdapter:
     def request_body(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> dict[str, Any]:
-        """The JSON body of one ``/chat/completions`` request."""
-        wire = wire_messages(messages, self.capabilities, self.name)
+        """The JSON body of one ``/chat/completions`` request (media payloads included)."""
+        return materialize(self._body(messages, tools, config))  # type: ignore[no-any-return]
+
+    def streamed_body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+    ) -> StreamedBody:
+        """The same body's bytes as pieces, its media read from their files while sending."""
+        return stream_body(self._body(messages, tools, config))
+
+    def _body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
+    ) -> dict[str, Any]:
+        wire = wire_messages(messages, self.capabilities, self.name, files=True)
         body: dict[str, Any] = {"model": self.model_id, "messages": wire}
         if tools and self.capabilities.tool_calls:
             body["tools"] = wire_tools(tools)
@@ -108,11 +120,14 @@ class OpenAIAdapter:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> ModelOutput:
         """One request to ``/chat/completions``."""
+        body: dict[str, Any] | StreamedBody
         if has_media(messages):
-            # Reading, cutting and encoding media blocks; keep the event loop free meanwhile.
-            body = await asyncio.to_thread(self.request_body, messages, tools, config)
+            # Cutting and encoding media blocks; keep the event loop free meanwhile. The
+            # encoded parts stay in their files until they are sent: no copy of the media is
+            # held for the request.
+            body = await asyncio.to_thread(self.streamed_body, messages, tools, config)
         else:
-            body = self.request_body(messages, tools, config)
+            body = self._body(messages, tools, config)
         timeout = config.timeout_s or self._timeout_s
         try:
             response = await self._http.post(body, timeout_s=timeout)

@@ -15,7 +15,7 @@ import asyncio
 import json
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 
 from omnilab.models.errors import ErrorKind, ProviderError
+from omnilab.models.providers.wire_body import MediaChangedError, StreamedBody
 
 __all__ = ["ChatHTTP", "HTTPStatusError", "retry_after"]
 
@@ -64,6 +65,33 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
             continue
         return max(0.0, when.timestamp() - time.time())
     return None
+
+
+# Bytes handed to the connection at a time when a streamed body is sent.
+_SEND_BYTES = 1 << 20
+
+
+def _take(chunks: Iterator[bytes], failed: list[MediaChangedError]) -> bytes:
+    """The next ``_SEND_BYTES`` or so of ``chunks`` (empty at the end)."""
+    got: list[bytes] = []
+    n = 0
+    try:
+        for chunk in chunks:
+            got.append(chunk)
+            n += len(chunk)
+            if n >= _SEND_BYTES:
+                break
+    except MediaChangedError as e:
+        failed.append(e)
+        raise
+    return b"".join(got)
+
+
+async def _stream(body: StreamedBody, failed: list[MediaChangedError]) -> AsyncIterator[bytes]:
+    # Reading and base64-encoding happen in a worker thread: the event loop only writes.
+    chunks = body.chunks()
+    while piece := await asyncio.to_thread(_take, chunks, failed):
+        yield piece
 
 
 async def _closer(session: aiohttp.ClientSession) -> AsyncIterator[None]:
@@ -136,20 +164,32 @@ class ChatHTTP:
         self._sessions[loop] = pool
         return pool
 
-    async def post(self, body: dict[str, Any], *, timeout_s: float) -> object:
+    async def post(self, body: dict[str, Any] | StreamedBody, *, timeout_s: float) -> object:
         """The decoded JSON reply (its text when it is not JSON).
 
+        A :class:`StreamedBody` is sent as it is read: its files are read and base64-encoded a
+        chunk at a time in a worker thread, with its exact length announced up front.
+
         Raises :class:`HTTPStatusError` for a status of 400 or more, and
-        :class:`~omnilab.models.errors.ProviderError` (``timeout``, ``connection``) when no
-        reply came.
+        :class:`~omnilab.models.errors.ProviderError` (``timeout``, ``connection``, ``media``)
+        when no reply came.
         """
         pool = await self._session()
-        data = json.dumps(body, ensure_ascii=False).encode()
+        send_headers = self._headers
+        failed: list[MediaChangedError] = []
+        data: bytes | AsyncIterator[bytes]
+        if isinstance(body, StreamedBody):
+            # With the length given, aiohttp sends the body as is (no chunked encoding), so
+            # the server reads the same bytes as from a prebuilt body.
+            send_headers = {**send_headers, "Content-Length": str(body.size)}
+            data = _stream(body, failed)
+        else:
+            data = json.dumps(body, ensure_ascii=False).encode()
         try:
             async with pool.session.post(
                 self.url,
                 data=data,
-                headers=self._headers,
+                headers=send_headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
                 proxy=pool.proxy,
                 proxy_auth=pool.proxy_auth,
@@ -159,6 +199,8 @@ class ChatHTTP:
         except TimeoutError:
             raise ProviderError(ErrorKind.TIMEOUT, f"no answer within {timeout_s:g} s") from None
         except (aiohttp.ClientError, OSError) as e:
+            if failed:
+                raise ProviderError(ErrorKind.MEDIA, f"cannot send media: {failed[0]}") from None
             raise ProviderError(
                 ErrorKind.CONNECTION,
                 f"cannot connect to {self.url.rsplit('/chat/', 1)[0]} ({type(e).__name__})",

@@ -20,6 +20,7 @@ from omnilab import _wsread
 from omnilab.content import Audio, Content, Document, Image, Text, Video
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ProviderError
+from omnilab.models.providers.wire_body import FileData, file_data, materialize
 from omnilab.models.types import Message, ResponseFormat, TokenLogprob, ToolSpec, TopLogprob
 
 if TYPE_CHECKING:
@@ -49,6 +50,18 @@ def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def _file_url(mime: str, path: Path) -> FileData:
+    """A data URL of a file's bytes, read only when the request is written."""
+    return file_data(path, f"data:{mime};base64,")
+
+
+def _url(mime: str, path: Path | None, data: bytes | None) -> str | FileData:
+    """A data URL of inline bytes (in memory already) or of a file (streamed)."""
+    if data is None and path is not None:
+        return _file_url(mime, path)
+    return _data_url(mime, data or b"")
+
+
 def _unsupported(model: str, kind: str, name: str, flag: str) -> ProviderError:
     return ProviderError(
         ErrorKind.UNSUPPORTED_MEDIA,
@@ -68,10 +81,18 @@ def _encode(image: PILImage.Image, fmt: str) -> tuple[str, bytes]:
 def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
     if not caps.image:
         raise _unsupported(model, "images", part.name, "image")
-    data = part.read_bytes()
     mime = part.guess_mime("image/png")
     if part.box is None and caps.max_image_edge is None and mime in _SENDABLE_IMAGES:
-        return {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
+        return {"type": "image_url", "image_url": {"url": _url(mime, part.path, part.data)}}
+    if part.data is None and part.path is not None and _wsread.untrusted_root(part.path) is None:
+        from omnilab.media.prepared import fitted_png
+
+        # Cut and shrunk once per image content, crop and size: turns, samples, tasks and
+        # runs that send the same picture reuse the file. A picture under a workspace is read
+        # below, by _wsread's rules, and never keyed into the shared cache.
+        png = fitted_png(part.path, part.box, caps.max_image_edge, name=part.name)
+        return {"type": "image_url", "image_url": {"url": _file_url("image/png", png)}}
+    data = part.read_bytes()
     from omnilab.media.image import crop, resize
 
     # A picture sandboxed code wrote may be a decompression bomb: refused on its header.
@@ -85,11 +106,12 @@ def _image_part(part: Image, caps: Capabilities, model: str) -> dict[str, Any]:
 
 
 def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, Any]:
-    raw = data if data is not None else (_wsread.read_bytes(path) if path is not None else b"")
-    return {
-        "type": "input_audio",
-        "input_audio": {"data": base64.b64encode(raw).decode("ascii"), "format": fmt},
-    }
+    payload: str | FileData
+    if data is None and path is not None:
+        payload = file_data(path)
+    else:
+        payload = base64.b64encode(data or b"").decode("ascii")
+    return {"type": "input_audio", "input_audio": {"data": payload, "format": fmt}}
 
 
 def _audio_part(part: Audio, caps: Capabilities, model: str) -> dict[str, Any]:
@@ -121,7 +143,7 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
     if caps.video:
         if not ranged:
             mime = part.guess_mime("video/mp4")
-            return [{"type": "video_url", "video_url": {"url": _data_url(mime, part.read_bytes())}}]
+            return [{"type": "video_url", "video_url": {"url": _url(mime, part.path, part.data)}}]
         if part.path is not None:
             from omnilab.media.clips import clip
             from omnilab.media.probe import probe
@@ -131,7 +153,7 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
             return [
                 {
                     "type": "video_url",
-                    "video_url": {"url": _data_url("video/mp4", cut.read_bytes())},
+                    "video_url": {"url": _file_url("video/mp4", cut)},
                 }
             ]
     if not caps.image:
@@ -142,13 +164,14 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
             f"video {part.name} must be a file to send as frames; give a path instead",
         )
     from omnilab.media.audio import audio_segment
+    from omnilab.media.prepared import jpeg_frames_at
     from omnilab.media.probe import probe
-    from omnilab.media.video import frames_at
 
     info = probe(part.path)
     start = part.start or 0.0
     end = part.end if part.end is not None else (info.duration or 0.0)
-    frames = frames_at(
+    # Decoded and encoded once per video content, times and size (the media cache).
+    frames = jpeg_frames_at(
         part.path, _frame_times(start, end, caps.video_frames), max_edge=caps.max_image_edge
     )
     wire: list[dict[str, Any]] = [
@@ -158,9 +181,10 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
         }
     ]
     for frame in frames:
-        mime, data = _encode(frame.image, "JPEG")
         wire.append({"type": "text", "text": f"[{frame.timestamp:.2f} s]"})
-        wire.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
+        wire.append(
+            {"type": "image_url", "image_url": {"url": _file_url("image/jpeg", frame.path)}}
+        )
     if caps.audio and info.has_audio:
         wire.append({"type": "text", "text": f"[audio track of {part.name}]"})
         wire.append(_audio_wire(audio_segment(part.path, start, end), None, "wav"))
@@ -168,10 +192,11 @@ def _video_parts(part: Video, caps: Capabilities, model: str) -> list[dict[str, 
 
 
 def _document_part(part: Document, caps: Capabilities, model: str) -> dict[str, Any]:
-    data = part.read_bytes()
     mime = part.guess_mime("application/octet-stream")
     if caps.documents and not mime.startswith("text/"):
-        return {"type": "file", "file": {"filename": part.name, "file_data": _data_url(mime, data)}}
+        url = _url(mime, part.path, part.data)
+        return {"type": "file", "file": {"filename": part.name, "file_data": url}}
+    data = part.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -208,9 +233,21 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 
 def wire_messages(
+    messages: Sequence[Message], caps: Capabilities, model: str, *, files: bool = False
+) -> list[dict[str, Any]]:
+    """The ``messages`` field of a chat-completions request.
+
+    With ``files``, media payloads read from files stay :class:`FileData` references, for
+    :func:`~omnilab.models.providers.wire_body.stream_body` to read while sending; without it
+    they are the text itself.
+    """
+    wire = _wire_messages(messages, caps, model)
+    return wire if files else materialize(wire)
+
+
+def _wire_messages(
     messages: Sequence[Message], caps: Capabilities, model: str
 ) -> list[dict[str, Any]]:
-    """The ``messages`` field of a chat-completions request."""
     wire: list[dict[str, Any]] = []
     # User turns with the media of tool results wait until the run of tool messages ends: the
     # API wants every tool message right after the assistant message that made the calls.
