@@ -139,7 +139,8 @@ class Guard:
         assert self.token is not None
         want = self.token.encode()
         given = headers.get("authorization", "")
-        if given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), want):
+        # The scheme's name is case-insensitive (RFC 9110 11.1): "bearer TOKEN" is the same.
+        if given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].encode(), want):
             return True
         query = _query_token(scope)
         if query is not None and scope.get("method") == "GET":

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
 from omnilab.agents.registry import AGENTS, agent_names
@@ -113,6 +114,16 @@ def create_app(
     @app.exception_handler(OmnilabError)
     async def user_error(request: Request, exc: OmnilabError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_field(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # One line naming the field, like every other refusal (FastAPI's default is a list of
+        # objects that echoes the input back).
+        problems = [
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'request'}: {e.get('msg', '')}"
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": "; ".join(problems)}, status_code=422)
 
     @app.get("/v1/health")
     async def health() -> dict[str, str]:

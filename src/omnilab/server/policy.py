@@ -97,6 +97,13 @@ class ClientPolicy:
                 )
         turns = _TURN_OPTIONS.get(agent)
         value = given.get(turns) if turns else None
+        # Only a JSON integer is held to the cap: the agent's options would also take "200",
+        # 200.0 or true (pydantic's lax mode), which a type check here would let past it.
+        if turns in given and (type(value) is not int or value < 1):
+            raise ClientChoiceError(
+                f"agent option {turns!r} must be a whole number of turns from 1 to "
+                f"{self.max_turns}, not {value!r}"
+            )
         if isinstance(value, int) and value > self.max_turns:
             raise ClientChoiceError(
                 f"agent option {turns!r} = {value} is over this server's cap of "
