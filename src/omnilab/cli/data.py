@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
+from omnilab.cli._console import inert_console
 
 __all__ = ["app", "check", "show"]
 
@@ -43,7 +44,7 @@ _QUESTION_CHARS = 160
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return inert_console(highlight=False, soft_wrap=True)
 
 
 def _check_json(loaded: DatasetLoad) -> str:

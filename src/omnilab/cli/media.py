@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from omnilab.cli._console import inert_console
 from omnilab.errors import OmnilabError
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.probe import probe as probe_file
@@ -64,7 +65,7 @@ MaxEdgeOpt = Annotated[
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return inert_console(highlight=False, soft_wrap=True)
 
 
 @contextmanager
