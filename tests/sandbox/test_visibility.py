@@ -255,3 +255,30 @@ def test_the_catalogue_has_part_b_at_every_level() -> None:
     # The process level hides no folder: the visibility attacks are promised at the strong levels.
     assert all(attacks.PROMISED[name] == attacks.STRONG for name in block[:6])
     assert all(attacks.PROMISED[name] == attacks.ALL for name in block[6:])
+
+
+def test_a_config_file_directly_in_a_system_folder_reads_empty(
+    level: IsolationLevel, host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # OMNILAB_CONFIG=/etc/omnilab.toml: /etc is shown (never masked), and the file may hold
+    # models.api_keys. A folder of the checkout stands for /etc here.
+    system = host / "etc"
+    config = system / "omnilab.toml"
+    secret = "sk-in-the-system-config-0123456789"
+    config.parent.mkdir(mode=0o755)
+    config.write_text(f'[models.api_keys]\nopenai = "{secret}"\n')
+    config.chmod(0o644)
+    other = attacks._plant(system, "hosts")
+    monkeypatch.setattr(_plan, "SHOWN_SYSTEM_DIRS", (*_plan.SHOWN_SYSTEM_DIRS, str(system)))
+    monkeypatch.setattr(_plan, "SYSTEM_DIRS", {*_plan.SYSTEM_DIRS, str(system)})
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    get_settings.cache_clear()
+    try:
+        ws = _workspace(tmp_path / "ws")
+        seen = _sees(level, ws, config, other)
+        lines = _plan.mount_plan(ws, as_stranger=os.geteuid() == 0).visible(str(ws))
+    finally:
+        get_settings.cache_clear()
+    # The folder is still shown (its other files read as they are); the config reads empty.
+    assert seen == [f"listed {config} ", f"listed {other} {other.read_text()}"]
+    assert f"{config} (hidden: empty)" in lines

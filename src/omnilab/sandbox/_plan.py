@@ -64,6 +64,11 @@ class MountPlan:
     """Paths shown at the same place (path, writable): the workspace, the Python install and
     omnilab's package folder (where a system folder does not already show them)."""
 
+    hidden: list[str] = field(default_factory=list)
+    """Files inside a shown folder that read as empty (``/dev/null`` over them): the harness's
+    configuration file when it lies directly in a system folder (``/etc/omnilab.toml``), which
+    may hold API keys and whose folder cannot be masked whole."""
+
     def launcher_config(self, base: str = "") -> dict[str, object]:
         """The plan as the launcher's ``mounts`` config (``namespaces`` level)."""
         return {
@@ -73,6 +78,7 @@ class MountPlan:
             "scratch": [[p, _SCRATCH_BYTES] for p in self.scratch],
             "masks": self.masks,
             "binds": [[p, False] for p in self.system] + [[p, rw] for p, rw in self.binds],
+            "hide": self.hidden,
             "proc": True,
             "dev": DEV_NODES,
         }
@@ -99,6 +105,8 @@ class MountPlan:
                 continue
             mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
             args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
+        for path in self.hidden:  # after the folder that holds it
+            args += ["--ro-bind", "/dev/null", path]
         return [*args, "--remount-ro", "/"]
 
     def _shows_host(self, path: str) -> bool:
@@ -119,7 +127,7 @@ class MountPlan:
         lines += [f"{p} (private empty tmpfs, writable)" for p in self.scratch]
         lines.append(f"/dev ({', '.join(DEV_NODES)}, own terminals)")
         lines.append("/proc (the sandbox's own processes)")
-        lines += [f"{p} (hidden: empty)" for p in self.masks]
+        lines += [f"{p} (hidden: empty)" for p in [*self.masks, *self.hidden]]
         return lines
 
 
@@ -293,6 +301,11 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
                 masks.append(closed)
     # A deeper mask under another one is redundant.
     plan.masks = sorted({m for m in masks if not any(_under(m, [o]) for o in masks if o != m)})
+    # A configuration file in a system folder (OMNILAB_CONFIG=/etc/omnilab.toml) is not covered
+    # by a mask of its folder (never masked: the system needs it): hide the file itself.
+    config = os.path.realpath(config_file())
+    if Path(config).is_file() and _under(config, plan.system) and not _under(config, plan.masks):
+        plan.hidden.append(config)
     for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
         if rw or not plan._shows_host(path):
             plan.binds.append((path, rw))
