@@ -44,6 +44,14 @@ def test_ask_about_an_uploaded_video_and_read_its_report(tmp_path: Path) -> None
         assert media, "the video's frames or the video itself appear in the page"
         got = http.get(f"{url}/v1/runs/{run_id}/report/{media[0]}")
         assert got.status_code == 200 and got.content
+        # The page may not be framed by another site; a copied file opened as a page of its
+        # own runs sandboxed (no script next to the API); no response hands on its address.
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        for served in (got, css):
+            assert served.headers["content-security-policy"] == "sandbox"
+            assert served.headers["x-content-type-options"] == "nosniff"
+        for served in (page, got, css, http.get(f"{url}/v1/runs")):
+            assert served.headers["referrer-policy"] == "no-referrer", served.url
 
         built = runs / run_id / "report" / "trajectory.html"
         stamp = built.stat().st_mtime_ns

@@ -37,6 +37,7 @@ COOKIE = "omnilab_token"
 _OPEN = frozenset({"/v1/health"})
 _SITES = frozenset({"same-origin", "none"})
 _BODIES = frozenset({"POST", "PUT", "PATCH"})
+_REFERRER = (b"referrer-policy", b"no-referrer")
 _FORM_SLACK = 1 << 20  # the question and other form fields besides the uploads
 
 
@@ -70,6 +71,7 @@ class Guard:
             status, detail, extra = problem
             await _refuse(send, status, detail, extra)
             return
+        send = _no_referrer(send)
         query = _query_token(scope)
         # Only a token that matched is echoed: a wrong one on an open path must not get it.
         if (
@@ -152,6 +154,18 @@ class Guard:
             return False
         sent = cookie.get(COOKIE)
         return sent is not None and hmac.compare_digest(sent.value.encode(), want)
+
+
+def _no_referrer(send: Send) -> Send:
+    """``send`` adding ``Referrer-Policy: no-referrer``: a page opened with ``?token=`` never
+    hands its address (the token) to a link or resource it points at."""
+
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), _REFERRER]
+        await send(message)
+
+    return sending
 
 
 def _query_token(scope: Scope) -> str | None:

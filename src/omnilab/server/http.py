@@ -287,17 +287,26 @@ def create_app(
         out = folder / _REPORT
         page = await asyncio.to_thread(_report_page, folder / "trajectory.jsonl", out, building)
         if name in ("", "index.html"):
-            return FileResponse(page, media_type="text/html")
+            return FileResponse(page, media_type="text/html", headers=_PAGE_HEADERS)
         path = (out / name).resolve()
         if not path.is_relative_to(out.resolve()) or not path.is_file():
             raise HTTPException(404, f"no report file {name}")
-        return FileResponse(path)
+        # Media and assets are loaded by the page, never opened as pages of this origin: a
+        # copied input that is HTML or SVG would otherwise run script next to the API.
+        return FileResponse(path, headers=_FILE_HEADERS)
 
     return Guard(app, token=token, hosts=hosts, max_upload=limit)
 
 
 _REPORT = "report"
 _STAMP = ".built-from"
+_PAGE_HEADERS = {
+    # The page's own policy (omnilab.report.html), as a header, and no framing by other sites.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+_FILE_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
 def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
