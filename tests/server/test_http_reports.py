@@ -88,3 +88,23 @@ def test_the_report_needs_the_token(tmp_path: Path) -> None:
             assert browser.get(f"{url}/v1/runs").status_code == 200
         assert httpx.post(f"{page}?token={TOKEN}").status_code == 401  # POST: no query token
         assert httpx.post(f"{url}/v1/ask?token={TOKEN}", data={"question": "q"}).status_code == 401
+
+
+def test_an_uploaded_html_file_is_served_sandboxed_in_the_report(tmp_path: Path) -> None:
+    # The report copies each input into media/ under its own suffix: an uploaded page would be
+    # an HTML document of the API's origin, whose script could call the API with the cookie.
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    hostile = b'<script>fetch("/v1/runs").then(r => r.text()).then(alert)</script>'
+    with serving(runs, model) as url, client(url) as http:
+        reply = http.post(
+            "/v1/ask",
+            data={"question": "What is this?"},
+            files={"files": ("page.html", hostile, "text/html")},
+        )
+        run_id = reply.json()["run"]
+        page = http.get(f"/v1/runs/{run_id}/report/")
+        (copied,) = set(re.findall(r'(?:src|href)="(media/[^"]+\.html)"', page.text))
+        served = http.get(f"/v1/runs/{run_id}/report/{copied}")
+        assert served.content == hostile
+        assert served.headers["content-security-policy"] == "sandbox"
