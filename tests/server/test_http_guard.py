@@ -277,3 +277,17 @@ def test_bad_fields_get_one_line_and_the_bearer_scheme_is_case_insensitive(
         for scheme in ("bearer", "BEARER"):
             headers = {"Authorization": f"{scheme} {TOKEN}"}
             assert httpx.get(f"{url}/v1/runs", headers=headers).status_code == 200
+
+
+def test_a_pattern_with_a_url_never_admits_another_url_put_into_the_name() -> None:
+    # The model layer takes the base URL after the last @: a * at the end of the operator's URL
+    # would otherwise span "v1@http://evil/x" and send the run to http://evil/x.
+    policy = ClientPolicy(model="vllm:a", allow_models=("vllm:*@http://gpu:8000/*",))
+    assert policy.model_for("vllm:qwen@http://gpu:8000/v1") == "vllm:qwen@http://gpu:8000/v1"
+    for refused in (
+        "vllm:qwen@http://gpu:8000/v1@http://evil.example/x",
+        "vllm:qwen@http://evil.example/v1",
+        "vllm:qwen",
+    ):
+        with pytest.raises(ClientChoiceError, match="is not allowed on this server"):
+            policy.model_for(refused)
