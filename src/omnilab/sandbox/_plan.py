@@ -106,7 +106,10 @@ class MountPlan:
             mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
             args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
         for path in self.hidden:  # after the folder that holds it
-            args += ["--ro-bind", "/dev/null", path]
+            # --dev-bind: a plain bind is nodev, and /dev/null could then not even be opened
+            # (the file would still be hidden, but not read as empty); a write to it goes
+            # nowhere, the file underneath is untouched.
+            args += ["--dev-bind", "/dev/null", path]
         return [*args, "--remount-ro", "/"]
 
     def _shows_host(self, path: str) -> bool:
