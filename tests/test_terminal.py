@@ -140,3 +140,20 @@ def test_no_cli_command_prints_through_a_plain_rich_console() -> None:
         if plain.search(line)
     ]
     assert offenders == []
+
+
+def test_json_output_escapes_what_its_encoder_leaves_raw(tmp_path: Path) -> None:
+    # json.dumps(ensure_ascii=False) and pydantic escape C0 controls only: the one-byte CSI
+    # (\x9b) and bidi overrides went to the terminal raw. Escaped as \uXXXX: the same JSON.
+    run_file = _hostile_run(tmp_path / "run.jsonl")
+    result = CliRunner().invoke(app, ["trace", str(run_file), "--json"])
+    assert result.exit_code == 0, result.output
+    assert _raw(result.output) == [] and "\\u009b" in result.output
+    events = json.loads(result.output)["events"]
+    assert any(e.get("text") == HOSTILE for e in events)  # the value is unchanged
+    script = tmp_path / "hostile.json"
+    script.write_text(json.dumps([HOSTILE]))
+    chat = CliRunner().invoke(app, ["chat", "-m", f"scripted:{script}", "hi", "--json"])
+    assert chat.exit_code == 0, chat.output
+    assert _raw(chat.output) == []
+    assert json.loads(chat.output)["message"]["content"][0]["text"] == HOSTILE

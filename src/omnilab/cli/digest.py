@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from omnilab.cli._console import inert_console
 from omnilab.perception.digest import DigestOptions
 from omnilab.perception.digest import digest as run_digest
-from omnilab.terminal import inert
+from omnilab.terminal import inert, inert_json
 
 __all__ = ["digest"]
 
@@ -80,7 +80,7 @@ def digest(
         evidence = evidence.save(out)
         err.print(f"wrote {out / 'digest.md'} and {out / 'digest.json'}", highlight=False)
     if json_out:
-        typer.echo(evidence.model_dump_json(indent=2))
+        typer.echo(inert_json(evidence.model_dump_json(indent=2)))
     else:
         # Transcripts, OCR text and media tags come from the files: inert on a terminal.
         typer.echo(inert(evidence.to_markdown()), nl=False)

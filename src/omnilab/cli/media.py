@@ -22,6 +22,7 @@ from omnilab.cli._console import inert_console
 from omnilab.errors import OmnilabError
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.probe import probe as probe_file
+from omnilab.terminal import inert_json
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -137,7 +138,7 @@ def probe(
     """Show what FILE is: kind, container, duration, streams, size and codecs."""
     info = probe_file(file)
     if json_out:
-        typer.echo(info.model_dump_json(indent=2))
+        typer.echo(inert_json(info.model_dump_json(indent=2)))
         return
     console = _console()
     console.print(info.summary())

@@ -15,7 +15,7 @@ from omnilab.models.capabilities import Capabilities
 from omnilab.models.chat import chat as run_chat
 from omnilab.models.overview import describe_providers
 from omnilab.models.types import GenerateConfig
-from omnilab.terminal import inert
+from omnilab.terminal import inert, inert_json
 
 __all__ = ["chat", "list_models"]
 
@@ -101,7 +101,7 @@ def chat(
         config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
     )
     if json_out:
-        typer.echo(output.model_dump_json(indent=2))
+        typer.echo(inert_json(output.model_dump_json(indent=2)))
         return
     err = inert_console(stderr=True)
     if output.reasoning:
