@@ -282,3 +282,34 @@ def test_a_config_file_directly_in_a_system_folder_reads_empty(
     # The folder is still shown (its other files read as they are); the config reads empty.
     assert seen == [f"listed {config} ", f"listed {other} {other.read_text()}"]
     assert f"{config} (hidden: empty)" in lines
+
+
+def test_data_folders_named_by_the_settings_are_masked_inside_system_folders(
+    level: IsolationLevel, host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A dataset's media root under /usr/share (its labels beside the media), runs and the
+    # offline index under /usr/local: a folder of the checkout stands for the system folder.
+    system = host / "share"
+    labels = attacks._plant(system / "omnigaia", "tasks.jsonl")
+    runs = attacks._plant(system / "runs" / "eval-1", "results.jsonl")
+    index = attacks._plant(system / "index", "docs.jsonl")
+    other = attacks._plant(system / "fonts", "font.txt")
+    config = host / "conf" / "omnilab.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'[bench]\nruns_dir = "{runs.parent.parent}"\n'
+        f'[bench.media_roots]\nomnigaia = "{labels.parent}"\n'
+        f'[web]\nindex_dir = "{index.parent}"\n'
+    )
+    monkeypatch.setattr(_plan, "SHOWN_SYSTEM_DIRS", (*_plan.SHOWN_SYSTEM_DIRS, str(system)))
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    get_settings.cache_clear()
+    try:
+        ws = _workspace(tmp_path / "ws")
+        hidden = _sees(level, ws, labels, labels.parent, runs, index, index.parent)
+        shown = _sees(level, ws, other)
+    finally:
+        get_settings.cache_clear()
+    # Masked: each folder is an empty one there, none of its files can be read.
+    assert hidden == [f"listed {labels.parent} []", f"listed {index.parent} []"]
+    assert shown == [f"listed {other} {other.read_text()}"]

@@ -229,7 +229,8 @@ def _harness_folders(workspace: str) -> list[str]:
 
 def _user_folders() -> list[Path]:
     """The harness user's caches and configuration (``~/.cache``, ``~/.config``, omnilab's
-    cache), named by the environment or the platform's defaults."""
+    cache), named by the environment or the platform's defaults, and the data folders the
+    settings name (media roots, runs folders, the offline search index)."""
     home = Path.home()
     found = [home / ".cache", home / ".config"]
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
@@ -240,8 +241,16 @@ def _user_folders() -> list[Path]:
 
     # A bad setting is reported where it is used, not here.
     with contextlib.suppress(OmnilabError):
-        found.append(get_settings().cache_dir)
-    return found
+        settings = get_settings()
+        found.append(settings.cache_dir)
+        # The harness's data wherever the settings put it (a media root under /usr/share, runs
+        # under /usr/local): labels, other runs and the offline search index; tasks get their
+        # inputs staged into the workspace.
+        found += [*settings.bench.media_roots.values(), settings.bench.runs_dir]
+        found.append(settings.agents.runs_dir)
+        if settings.web.index_dir is not None:
+            found.append(settings.web.index_dir)
+    return [f.expanduser().absolute() for f in found]
 
 
 def _real_dir(path: str) -> bool:
