@@ -5,6 +5,8 @@ and never read model text as rich markup."""
 from __future__ import annotations
 
 import io
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +107,53 @@ def test_an_error_line_quoting_untrusted_text_is_inert(tmp_path: Path) -> None:
         proc.stderr.startswith("error: cannot read trajectory") and "\\x1b]0;owned" in proc.stderr
     )
     assert _raw(proc.stderr) == [], proc.stderr
+
+
+def test_chat_prints_the_models_answer_inert(tmp_path: Path) -> None:
+    script = tmp_path / "hostile.json"
+    script.write_text(json.dumps([HOSTILE]))
+    result = CliRunner().invoke(app, ["chat", "-m", f"scripted:{script}", "hi"])
+    assert result.exit_code == 0, result.output
+    assert _raw(result.output) == [] and "\\x1b]0;owned\\x07" in result.output
+
+
+def test_data_show_prints_a_datasets_text_inert(tmp_path: Path) -> None:
+    # A downloaded benchmark file is third-party text: its ids and questions are untrusted.
+    data = tmp_path / "tasks.json"
+    task = {"id": f"t{HOSTILE}", "question": HOSTILE, "options": ["A. x", "B. y"], "answer": "A"}
+    data.write_text(json.dumps([task]))
+    result = CliRunner().invoke(app, ["data", "show", "mcq", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert _raw(result.output) == [] and "\\x1b[2J" in result.output
+
+
+def test_no_cli_command_prints_through_a_plain_rich_console() -> None:
+    # The class, not the examples: a command that makes its own rich Console prints model,
+    # dataset and media text raw. Every console of the CLI comes from cli/_console.py.
+    cli = Path(__file__).resolve().parents[1] / "src" / "omnilab" / "cli"
+    plain = re.compile(r"(?<![\w.])Console\(")
+    offenders = [
+        f"{path.name}:{number}"
+        for path in sorted(cli.glob("*.py"))
+        if path.name != "_console.py"
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if plain.search(line)
+    ]
+    assert offenders == []
+
+
+def test_json_output_escapes_what_its_encoder_leaves_raw(tmp_path: Path) -> None:
+    # json.dumps(ensure_ascii=False) and pydantic escape C0 controls only: the one-byte CSI
+    # (\x9b) and bidi overrides went to the terminal raw. Escaped as \uXXXX: the same JSON.
+    run_file = _hostile_run(tmp_path / "run.jsonl")
+    result = CliRunner().invoke(app, ["trace", str(run_file), "--json"])
+    assert result.exit_code == 0, result.output
+    assert _raw(result.output) == [] and "\\u009b" in result.output
+    events = json.loads(result.output)["events"]
+    assert any(e.get("text") == HOSTILE for e in events)  # the value is unchanged
+    script = tmp_path / "hostile.json"
+    script.write_text(json.dumps([HOSTILE]))
+    chat = CliRunner().invoke(app, ["chat", "-m", f"scripted:{script}", "hi", "--json"])
+    assert chat.exit_code == 0, chat.output
+    assert _raw(chat.output) == []
+    assert json.loads(chat.output)["message"]["content"][0]["text"] == HOSTILE

@@ -234,6 +234,21 @@ def test_text_file_named_mp4(tmp_path: Path, tmp_dir_guard: Path) -> None:
     assert "text" in err.message
 
 
+def test_a_stream_without_a_decoder_is_unsupported_not_a_crash(
+    tmp_path: Path, tmp_dir_guard: Path
+) -> None:
+    # FFmpeg demuxes an SVG as a video stream it has no decoder for (no codec context): an
+    # upload to omnilab serve or an `omnilab media probe` of one once ended in a traceback.
+    svg = tmp_path / "drawing.svg"
+    svg.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/>'
+        "</svg>\n",
+        encoding="utf-8",
+    )
+    err = _expect(svg, MediaErrorCode.UNSUPPORTED, "drawing.svg")
+    assert "can be decoded" in err.message
+
+
 def test_binary_file_named_txt_is_not_text(tmp_path: Path, tmp_dir_guard: Path) -> None:
     junk = tmp_path / "junk.txt"
     junk.write_bytes(bytes(range(256)) * 16)

@@ -60,6 +60,16 @@ def test_serve_lists_runs_and_refreshes_a_run_in_progress(run_a: Path, tmp_path:
             with pytest.raises(urllib.error.HTTPError) as refused:
                 get(url + "live/tasks/task-0001.html", host=host)
             assert refused.value.code == 403
+            head = urllib.request.Request(url + "live/index.html", method="HEAD")
+            head.add_header("Host", host)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.build_opener(urllib.request.ProxyHandler({})).open(head, timeout=30)
+            assert refused.value.code == 403
+        # A file under media/ opened on its own runs sandboxed, whatever its type.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            get(url + "live/media/page.html")
+        assert missing.value.headers["Content-Security-Policy"] == "sandbox"
+        assert missing.value.headers["X-Content-Type-Options"] == "nosniff"
     finally:
         started["server"].shutdown()
         thread.join(30)

@@ -255,3 +255,61 @@ def test_the_catalogue_has_part_b_at_every_level() -> None:
     # The process level hides no folder: the visibility attacks are promised at the strong levels.
     assert all(attacks.PROMISED[name] == attacks.STRONG for name in block[:6])
     assert all(attacks.PROMISED[name] == attacks.ALL for name in block[6:])
+
+
+def test_a_config_file_directly_in_a_system_folder_reads_empty(
+    level: IsolationLevel, host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # OMNILAB_CONFIG=/etc/omnilab.toml: /etc is shown (never masked), and the file may hold
+    # models.api_keys. A folder of the checkout stands for /etc here.
+    system = host / "etc"
+    config = system / "omnilab.toml"
+    secret = "sk-in-the-system-config-0123456789"
+    config.parent.mkdir(mode=0o755)
+    config.write_text(f'[models.api_keys]\nopenai = "{secret}"\n')
+    config.chmod(0o644)
+    other = attacks._plant(system, "hosts")
+    monkeypatch.setattr(_plan, "SHOWN_SYSTEM_DIRS", (*_plan.SHOWN_SYSTEM_DIRS, str(system)))
+    monkeypatch.setattr(_plan, "SYSTEM_DIRS", {*_plan.SYSTEM_DIRS, str(system)})
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    get_settings.cache_clear()
+    try:
+        ws = _workspace(tmp_path / "ws")
+        seen = _sees(level, ws, config, other)
+        lines = _plan.mount_plan(ws, as_stranger=os.geteuid() == 0).visible(str(ws))
+    finally:
+        get_settings.cache_clear()
+    # The folder is still shown (its other files read as they are); the config reads empty.
+    assert seen == [f"listed {config} ", f"listed {other} {other.read_text()}"]
+    assert f"{config} (hidden: empty)" in lines
+
+
+def test_data_folders_named_by_the_settings_are_masked_inside_system_folders(
+    level: IsolationLevel, host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A dataset's media root under /usr/share (its labels beside the media), runs and the
+    # offline index under /usr/local: a folder of the checkout stands for the system folder.
+    system = host / "share"
+    labels = attacks._plant(system / "omnigaia", "tasks.jsonl")
+    runs = attacks._plant(system / "runs" / "eval-1", "results.jsonl")
+    index = attacks._plant(system / "index", "docs.jsonl")
+    other = attacks._plant(system / "fonts", "font.txt")
+    config = host / "conf" / "omnilab.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'[bench]\nruns_dir = "{runs.parent.parent}"\n'
+        f'[bench.media_roots]\nomnigaia = "{labels.parent}"\n'
+        f'[web]\nindex_dir = "{index.parent}"\n'
+    )
+    monkeypatch.setattr(_plan, "SHOWN_SYSTEM_DIRS", (*_plan.SHOWN_SYSTEM_DIRS, str(system)))
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    get_settings.cache_clear()
+    try:
+        ws = _workspace(tmp_path / "ws")
+        hidden = _sees(level, ws, labels, labels.parent, runs, index, index.parent)
+        shown = _sees(level, ws, other)
+    finally:
+        get_settings.cache_clear()
+    # Masked: each folder is an empty one there, none of its files can be read.
+    assert hidden == [f"listed {labels.parent} []", f"listed {index.parent} []"]
+    assert shown == [f"listed {other} {other.read_text()}"]

@@ -156,7 +156,14 @@ def test_5_unknown_hosts_and_foreign_origins_are_refused(tmp_path: Path) -> None
     with serving(runs, model, hosts=("omni.lan",)) as url:
         port = url.rsplit(":", 1)[1]
         # DNS rebinding: a page on attacker.example whose name now resolves to 127.0.0.1.
-        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.nip.io:{port}"):
+        for host in (
+            f"attacker.example:{port}",
+            "attacker.example",
+            f"127.0.0.1.nip.io:{port}",
+            f"localhost:{port}@attacker.example",  # not a port: the whole value is the name
+            "localhost.",
+            "",
+        ):
             for path in ("/v1/health", "/v1/runs"):
                 reply = httpx.get(f"{url}{path}", headers={**AUTH, "Host": host})
                 assert reply.status_code == 403 and "unknown Host" in detail(reply)
@@ -230,3 +237,57 @@ def test_the_policy_rules_on_their_own() -> None:
         policy.options_for("my-plugin-agent", {"depth": 3})
     assert policy.options_for("my-plugin-agent", None) == {}
     assert ClientPolicy(max_turns=7).turns_for(None, 50) == 7
+
+
+def test_turn_options_are_capped_whatever_json_type_they_come_as() -> None:
+    # The agents' options would take "20", 20.0 or true (pydantic's lax mode): each is refused
+    # here rather than slipping past the cap, which compared integers only.
+    policy = ClientPolicy(max_turns=5)
+    for value in ("20", 20.0, True, 0, -3, None, [20]):
+        with pytest.raises(ClientChoiceError, match=r"'max_rounds' must be a whole number"):
+            policy.options_for("master", {"max_rounds": value})
+    with pytest.raises(ClientChoiceError, match="over this server's cap of 5"):
+        policy.options_for("master", {"max_rounds": 6})
+    assert policy.options_for("master", {"max_rounds": 5}) == {"max_rounds": 5}
+    assert policy.options_for("ota", {"min_steps": 3}) == {"min_steps": 3}
+
+
+def test_a_string_turn_option_is_refused_by_a_live_server(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    with serving(runs, policy=ClientPolicy(model=model, max_turns=5)) as url, client(url) as http:
+        options = json.dumps({"max_rounds": "20"})
+        form = {"question": "q", "agent": "master", "agent_options": options}
+        reply = http.post("/v1/ask", data=form)
+        assert reply.status_code == 400 and "'max_rounds' must be a whole number" in detail(reply)
+        assert no_runs(runs)
+
+
+def test_bad_fields_get_one_line_and_the_bearer_scheme_is_case_insensitive(
+    tmp_path: Path,
+) -> None:
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    with serving(tmp_path / "runs", model) as url:
+        reply = httpx.post(
+            f"{url}/v1/ask", data={"question": "q", "max_turns": "many"}, headers=AUTH
+        )
+        assert reply.status_code == 422
+        assert detail(reply).startswith("max_turns: Input should be a valid integer")
+        assert "many" not in detail(reply)
+        for scheme in ("bearer", "BEARER"):
+            headers = {"Authorization": f"{scheme} {TOKEN}"}
+            assert httpx.get(f"{url}/v1/runs", headers=headers).status_code == 200
+
+
+def test_a_pattern_with_a_url_never_admits_another_url_put_into_the_name() -> None:
+    # The model layer takes the base URL after the last @: a * at the end of the operator's URL
+    # would otherwise span "v1@http://evil/x" and send the run to http://evil/x.
+    policy = ClientPolicy(model="vllm:a", allow_models=("vllm:*@http://gpu:8000/*",))
+    assert policy.model_for("vllm:qwen@http://gpu:8000/v1") == "vllm:qwen@http://gpu:8000/v1"
+    for refused in (
+        "vllm:qwen@http://gpu:8000/v1@http://evil.example/x",
+        "vllm:qwen@http://evil.example/v1",
+        "vllm:qwen",
+    ):
+        with pytest.raises(ClientChoiceError, match="is not allowed on this server"):
+            policy.model_for(refused)

@@ -44,6 +44,14 @@ def test_ask_about_an_uploaded_video_and_read_its_report(tmp_path: Path) -> None
         assert media, "the video's frames or the video itself appear in the page"
         got = http.get(f"{url}/v1/runs/{run_id}/report/{media[0]}")
         assert got.status_code == 200 and got.content
+        # The page may not be framed by another site; a copied file opened as a page of its
+        # own runs sandboxed (no script next to the API); no response hands on its address.
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        for served in (got, css):
+            assert served.headers["content-security-policy"] == "sandbox"
+            assert served.headers["x-content-type-options"] == "nosniff"
+        for served in (page, got, css, http.get(f"{url}/v1/runs")):
+            assert served.headers["referrer-policy"] == "no-referrer", served.url
 
         built = runs / run_id / "report" / "trajectory.html"
         stamp = built.stat().st_mtime_ns
@@ -80,3 +88,23 @@ def test_the_report_needs_the_token(tmp_path: Path) -> None:
             assert browser.get(f"{url}/v1/runs").status_code == 200
         assert httpx.post(f"{page}?token={TOKEN}").status_code == 401  # POST: no query token
         assert httpx.post(f"{url}/v1/ask?token={TOKEN}", data={"question": "q"}).status_code == 401
+
+
+def test_an_uploaded_html_file_is_served_sandboxed_in_the_report(tmp_path: Path) -> None:
+    # The report copies each input into media/ under its own suffix: an uploaded page would be
+    # an HTML document of the API's origin, whose script could call the API with the cookie.
+    runs = tmp_path / "runs"
+    model = script(tmp_path, ["<answer>ok</answer>"])
+    hostile = b'<script>fetch("/v1/runs").then(r => r.text()).then(alert)</script>'
+    with serving(runs, model) as url, client(url) as http:
+        reply = http.post(
+            "/v1/ask",
+            data={"question": "What is this?"},
+            files={"files": ("page.html", hostile, "text/html")},
+        )
+        run_id = reply.json()["run"]
+        page = http.get(f"/v1/runs/{run_id}/report/")
+        (copied,) = set(re.findall(r'(?:src|href)="(media/[^"]+\.html)"', page.text))
+        served = http.get(f"/v1/runs/{run_id}/report/{copied}")
+        assert served.content == hostile
+        assert served.headers["content-security-policy"] == "sandbox"

@@ -10,6 +10,8 @@ from typing import Literal
 
 from rich.console import Console
 
+from omnilab.cli._console import inert_console
+
 __all__ = ["build_media", "search_media"]
 
 
@@ -36,7 +38,7 @@ def build_media(
 
     target = out if out is not None else _default_out(kind, source)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=inert_console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"indexing {kind}s", total=None)
 
         def step(done: int, total: int, name: str) -> None:

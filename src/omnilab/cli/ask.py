@@ -22,7 +22,7 @@ from omnilab.cli._pairs import parse_pairs
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
 from omnilab.models.events import ModelCallEvent
-from omnilab.terminal import inert
+from omnilab.terminal import inert, inert_json
 from omnilab.trajectory import (
     AnswerEvent,
     ErrorEvent,
@@ -339,6 +339,6 @@ def ask(
             "usage": result.trajectory.usage.model_dump(),
             "wall_s": end.wall_s if end is not None else None,
         }
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        typer.echo(inert_json(json.dumps(summary, indent=2, ensure_ascii=False)))
         return
     print_result(console, result)

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from omnilab._docstrings import field_doc
+from omnilab.cli._console import inert_console
 from omnilab.config import Settings, config_file, get_settings
 
 __all__ = ["SettingRow", "config", "reference_markdown", "setting_rows"]
@@ -112,7 +112,7 @@ def config(
     if json_out:
         typer.echo(json.dumps({r.name: r.value for r in rows}, indent=2, default=str))
         return
-    console = Console(highlight=False, emoji=False)
+    console = inert_console(highlight=False, emoji=False)
     source = config_file()
     console.print(
         f"config file: {escape(str(source))} ({'found' if source.exists() else 'not found'})"

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
+from omnilab.cli._console import inert_console
+from omnilab.terminal import inert_json
 
 __all__ = ["app", "check", "show"]
 
@@ -43,7 +45,7 @@ _QUESTION_CHARS = 160
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return inert_console(highlight=False, soft_wrap=True)
 
 
 def _check_json(loaded: DatasetLoad) -> str:
@@ -76,7 +78,7 @@ def check(
     """Load a dataset and report: tasks loaded, items skipped (by reason), media missing per task."""
     loaded = load_dataset(dataset, data, media_root=media_root)
     if json_out:
-        typer.echo(_check_json(loaded))
+        typer.echo(inert_json(_check_json(loaded)))
         return
     console = _console()
     missing_files = sum(len(files) for files in loaded.missing_media.values())
@@ -135,7 +137,7 @@ def show(
     tasks = loaded.tasks[:limit]
     if json_out:
         for task in tasks:
-            typer.echo(_task_json(task))
+            typer.echo(inert_json(_task_json(task)))
         return
     table = Table(box=None, header_style="bold", show_lines=True)
     table.add_column("id", no_wrap=True)

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
 
+from omnilab.cli._console import inert_console
 from omnilab.cli.ask import print_result, run_ask
 from omnilab.errors import OmnilabError
 from omnilab.media import synth
@@ -61,7 +61,7 @@ def demo(
     appears on screen, shows every step, and saves the trajectory under --out.
     """
     began = time.monotonic()
-    console = Console(highlight=False, soft_wrap=True)
+    console = inert_console(highlight=False, soft_wrap=True)
     folder = out.expanduser()
     if folder.exists() and not folder.is_dir():
         raise OmnilabError(f"--out {folder} is a file; the demo needs a folder")

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+from omnilab.cli._console import inert_console
 from omnilab.perception.digest import DigestOptions
 from omnilab.perception.digest import digest as run_digest
+from omnilab.terminal import inert, inert_json
 
 __all__ = ["digest"]
 
@@ -57,7 +58,7 @@ def digest(
         ocr_backend=ocr_backend,
         language=language,
     )
-    err = Console(stderr=True)
+    err = inert_console(stderr=True)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -79,6 +80,7 @@ def digest(
         evidence = evidence.save(out)
         err.print(f"wrote {out / 'digest.md'} and {out / 'digest.json'}", highlight=False)
     if json_out:
-        typer.echo(evidence.model_dump_json(indent=2))
+        typer.echo(inert_json(evidence.model_dump_json(indent=2)))
     else:
-        typer.echo(evidence.to_markdown(), nl=False)
+        # Transcripts, OCR text and media tags come from the files: inert on a terminal.
+        typer.echo(inert(evidence.to_markdown()), nl=False)

@@ -6,9 +6,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from omnilab.cli._console import inert_console
 
 __all__ = ["doctor"]
 
@@ -33,7 +34,7 @@ def doctor(
         payload = report.model_dump(mode="json") | {"toolbox": toolbox.as_dict()}
         typer.echo(json.dumps(payload, indent=1))
         return
-    console = Console(highlight=False)
+    console = inert_console(highlight=False)
     console.print(f"[bold]sandbox isolation:[/] {report.level.value}")
     for level, why in report.unavailable.items():
         console.print(f"  {level}: unavailable ({escape(why)})")

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import typer
 from rich.console import Console
 
+from omnilab.cli._console import inert_console
 from omnilab.tools.web.corpus import JsonlFields
 from omnilab.tools.web.index import DEFAULT_CHUNK_CHARS, build_index, open_index, read_manifest
 from omnilab.tools.web.sample import sample_index
@@ -29,7 +30,7 @@ app = typer.Typer(
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return inert_console(highlight=False, soft_wrap=True)
 
 
 @app.command("build")

@@ -40,13 +40,12 @@ def leaderboard(
     ] = 10_000,
 ) -> None:
     """Models x benchmark groups over several runs, each cell with its 95% bootstrap interval."""
-    from rich.console import Console
-
     from omnilab.bench.leaderboard import build_leaderboard, to_markdown, write_leaderboard
+    from omnilab.cli._console import inert_console
 
     groups = [g.strip() for g in by.split(",") if g.strip()] if by is not None else None
     board = build_leaderboard(runs, groups=groups, resamples=resamples)
     written = write_leaderboard(board, out)
-    console = Console(highlight=False, soft_wrap=True)
+    console = inert_console(highlight=False, soft_wrap=True)
     console.print(to_markdown(board), markup=False)
     console.print("written: " + ", ".join(str(p) for p in written), markup=False)

@@ -18,9 +18,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from omnilab.cli._console import inert_console
 from omnilab.errors import OmnilabError
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.probe import probe as probe_file
+from omnilab.terminal import inert_json
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -64,7 +66,7 @@ MaxEdgeOpt = Annotated[
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return inert_console(highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -136,7 +138,7 @@ def probe(
     """Show what FILE is: kind, container, duration, streams, size and codecs."""
     info = probe_file(file)
     if json_out:
-        typer.echo(info.model_dump_json(indent=2))
+        typer.echo(inert_json(info.model_dump_json(indent=2)))
         return
     console = _console()
     console.print(info.summary())

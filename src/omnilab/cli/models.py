@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from omnilab.cli._console import inert_console
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.chat import chat as run_chat
 from omnilab.models.overview import describe_providers
 from omnilab.models.types import GenerateConfig
+from omnilab.terminal import inert, inert_json
 
 __all__ = ["chat", "list_models"]
 
@@ -48,7 +49,7 @@ def list_models(
             + "[/]"
         )
         table.add_row(r.name, key, detail)
-    console = Console()
+    console = inert_console()
     console.print(table, highlight=False)
     flags = ", ".join(Capabilities.model_fields)
     console.print(
@@ -100,12 +101,13 @@ def chat(
         config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
     )
     if json_out:
-        typer.echo(output.model_dump_json(indent=2))
+        typer.echo(inert_json(output.model_dump_json(indent=2)))
         return
-    err = Console(stderr=True)
+    err = inert_console(stderr=True)
     if output.reasoning:
-        err.print(Text(output.reasoning, style="dim"))
-    typer.echo(output.text)
+        err.print(Text(inert(output.reasoning), style="dim"))
+    # The model's answer, on a terminal or not: its control characters never act on one.
+    typer.echo(inert(output.text))
     u = output.usage
     cached = ", cached" if output.cached else ""
     err.print(

@@ -6,8 +6,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
+
+from omnilab.cli._console import inert_console
 
 __all__ = ["protocols"]
 
@@ -36,7 +37,7 @@ def protocols(
     if json_out:
         typer.echo(json.dumps([p.model_dump(mode="json") for p in chosen], indent=2))
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = inert_console(highlight=False, soft_wrap=True)
     for preset in chosen:
         console.print(f"[bold]{escape(preset.name)}[/]: {escape(preset.title)}")
         console.print(f"  source: {escape(preset.source)}")

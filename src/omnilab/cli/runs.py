@@ -28,6 +28,7 @@ from omnilab.bench.tables import (
     task_scores_table,
 )
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.terminal import inert_json
 
 __all__ = ["analyze", "compare", "metrics", "score"]
 
@@ -114,7 +115,7 @@ def score(
         )
     )
     if json_out:
-        typer.echo(outcome.model_dump_json(indent=2))
+        typer.echo(inert_json(outcome.model_dump_json(indent=2)))
         return
     console = out_console()
     for renderable in summary_tables(outcome.summary, label=f"{run.name}:{outcome.info.name}"):
@@ -150,7 +151,7 @@ def metrics(
         source, groups=tuple(dict.fromkeys([*DEFAULT_GROUPS, *(groups or [])]))
     )
     if json_out:
-        typer.echo(summary.model_dump_json(indent=2))
+        typer.echo(inert_json(summary.model_dump_json(indent=2)))
         return
     console = out_console()
     for renderable in summary_tables(summary, label=source.label, groups=groups):
@@ -200,7 +201,7 @@ def compare(
         err_console().print(f"warning: {unequal}", style="bold red", markup=False)
     comparison = compare_sources(source_a, source_b, groups=groups)
     if json_out:
-        typer.echo(comparison.model_dump_json(indent=2))
+        typer.echo(inert_json(comparison.model_dump_json(indent=2)))
         return
     console = out_console()
     for renderable in comparison_tables(comparison, groups=groups):
@@ -226,7 +227,7 @@ def analyze(
     model = role_model("analyst", analyst)
     analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
     if json_out:
-        typer.echo(analysis.model_dump_json(indent=2))
+        typer.echo(inert_json(analysis.model_dump_json(indent=2)))
         return
     console = out_console()
     for renderable in analysis_tables(analysis):

@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from omnilab.cli._console import inert_console
+
 __all__ = ["app"]
 
 app = typer.Typer(
@@ -47,7 +49,7 @@ def list_skills(
     from omnilab.skills import load_skills, starter_skills
 
     skills = load_skills(folder) if folder is not None else starter_skills()
-    console = Console(highlight=False)
+    console = inert_console(highlight=False)
     for skill in skills:
         files = f" [dim]({', '.join(skill.files)})[/]" if skill.files else ""
         kinds = escape(f"[{', '.join(skill.modalities)}]")
@@ -79,7 +81,7 @@ def distill_cmd(
         if not (run / "results.jsonl").is_file():
             raise OmnilabError(f"{run} is not a run folder (no results.jsonl)")
     outcome = asyncio.run(distill(runs, get_model(model), out, base=base))
-    _report(Console(highlight=False), outcome.folder, outcome.dropped)
+    _report(inert_console(highlight=False), outcome.folder, outcome.dropped)
 
 
 @app.command("refine")
@@ -126,7 +128,7 @@ def refine_cmd(
             judges=judges,
         )
     )
-    console = Console(highlight=False)
+    console = inert_console(highlight=False)
     for n, score in enumerate(outcome.scores, 1):
         console.print(f"round {n}: Pass@1 {100 * score:.1f}% ({outcome.runs[n - 1]})")
     _report(console, outcome.folder, outcome.dropped)

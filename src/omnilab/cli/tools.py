@@ -6,12 +6,12 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from omnilab.agents.base import AgentConfigError
 from omnilab.agents.registry import agent_names, describe_agent
+from omnilab.cli._console import inert_console
 from omnilab.tools.registry import describe_tools
 
 __all__ = ["agents", "tools"]
@@ -61,7 +61,7 @@ def tools(
         # The first sentence: the schemas' descriptions run to paragraphs (--json has them whole).
         first = " ".join(i.spec.description.split()).split(". ")[0].rstrip(".") + "."
         table.add_row(i.name, escape(args), escape(first))
-    Console().print(table, highlight=False)
+    inert_console().print(table, highlight=False)
 
 
 def agents(json_out: JsonOpt = False) -> None:
@@ -87,7 +87,7 @@ def agents(json_out: JsonOpt = False) -> None:
     if json_out:
         typer.echo(json.dumps(rows, indent=2))
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = inert_console(highlight=False, soft_wrap=True)
     for row in rows:
         if "error" in row:
             console.print(

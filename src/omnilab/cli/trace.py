@@ -10,6 +10,7 @@ import typer
 
 from omnilab.cli._console import inert_console
 from omnilab.errors import OmnilabError
+from omnilab.terminal import inert_json
 from omnilab.trajectory import EventAdapter, read_trajectory, render_text
 
 __all__ = ["trace"]
@@ -58,7 +59,7 @@ def trace(
             "config": sent.config.model_dump(mode="json", exclude_defaults=True) if sent else {},
             "media": sent.media if sent else {},
         }
-        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        typer.echo(inert_json(json.dumps(data, indent=2, ensure_ascii=False)))
         return
     if json_out:
         data = {
@@ -67,7 +68,7 @@ def trace(
             "warnings": traj.warnings,
             "events": [EventAdapter.dump_python(e, mode="json") for e in traj.events],
         }
-        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        typer.echo(inert_json(json.dumps(data, indent=2, ensure_ascii=False)))
         return
     # Model text may contain [brackets]: never read it as rich markup.
     console = inert_console(highlight=False, emoji=False, soft_wrap=True)

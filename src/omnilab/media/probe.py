@@ -157,12 +157,16 @@ def _probe_av(path: Path, size: int) -> MediaInfo:
                 f"{path.name} is not audio, video, an image or text",
                 path=path,
             )
-        vstreams = [s for s in c.streams.video if not _is_cover_art(s)]
-        astreams = list(c.streams.audio)
+        # A stream without a decoder in this FFmpeg (an SVG's, say) has no codec context: it is
+        # not one we can read, and reading its size would fail.
+        vstreams = [
+            s for s in c.streams.video if not _is_cover_art(s) and s.codec_context is not None
+        ]
+        astreams = [s for s in c.streams.audio if s.codec_context is not None]
         if not vstreams and not astreams:
             raise MediaError(
                 MediaErrorCode.UNSUPPORTED,
-                f"{path.name} has no audio or video stream",
+                f"{path.name} has no audio or video stream that can be decoded",
                 path=path,
             )
         start = _start_time(c)

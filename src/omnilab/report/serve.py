@@ -65,9 +65,27 @@ class ReportServer:
 class _Handler(SimpleHTTPRequestHandler):
     server_reports: ReportServer
 
+    def _foreign_host(self) -> bool:
+        """Refuses (403) a request whose Host is not a loopback name; True if refused."""
+        if host_name(self.headers.get("Host", "")) in LOOPBACK:
+            return False
+        self.send_error(403, "unknown Host: this report server answers only to loopback names")
+        return True
+
+    def do_HEAD(self) -> None:
+        if not self._foreign_host():
+            super().do_HEAD()
+
+    def end_headers(self) -> None:
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        if "/media/" in urlsplit(self.path).path:
+            # A copied input opened on its own (an HTML or SVG file) runs no script here.
+            self.send_header("Content-Security-Policy", "sandbox")
+        super().end_headers()
+
     def do_GET(self) -> None:
-        if host_name(self.headers.get("Host", "")) not in LOOPBACK:
-            self.send_error(403, "unknown Host: this report server answers only to loopback names")
+        if self._foreign_host():
             return
         path = unquote(urlsplit(self.path).path).lstrip("/")
         first = path.split("/", 1)[0]

@@ -219,6 +219,8 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
     # Opened before the new root hides them; bound from the descriptor afterwards.
     fds = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in binds}
     devices = {n: os.open(f"/dev/{n}", os.O_PATH | os.O_CLOEXEC) for n in plan.get("dev", [])}
+    hidden: list[str] = list(plan.get("hide", []))
+    null = os.open("/dev/null", os.O_PATH | os.O_CLOEXEC) if hidden else -1
     # The new root: a tmpfs over an existing folder of this (private) mount namespace.
     root = plan["base"]
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=755,size={plan['root_bytes']}")
@@ -229,10 +231,16 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
     items: list[tuple[int, int, str, Any]] = [(_depth(p), 1, p, rw) for p, rw in binds]
     items += [(_depth(p), 0, p, (int(size), 0o1777)) for p, size in plan["scratch"]]
     items += [(_depth(p), 0, p, (1024 * 1024, 0o755)) for p in plan["masks"]]
+    # A hidden file reads as /dev/null, bound after the folder that shows it.
+    items += [(_depth(p), 2, p, None) for p in hidden]
     if devices:
         items.append((1, 0, "/dev", (1024 * 1024, 0o755)))
     for _, order, path, what in sorted(items, key=lambda i: i[:3]):
         target = root + path
+        if order == 2:
+            if Path(target).is_file():
+                _mount(f"/proc/self/fd/{null}", target, None, _MS_BIND)
+            continue
         if order == 1:
             source = f"/proc/self/fd/{fds[path]}"
             if Path(source).is_dir():
@@ -248,7 +256,7 @@ def _setup_mounts(plan: dict[str, Any]) -> bool:
         _mount("tmpfs", target, "tmpfs", flags, f"mode={mode:o},size={size}")
         if path == "/dev":
             _populate_dev(target, devices)
-    for fd in fds.values():
+    for fd in [*fds.values(), *([null] if hidden else [])]:
         os.close(fd)
     if plan.get("proc"):
         # Mounted before the old root goes: a user namespace may mount a proc only while a

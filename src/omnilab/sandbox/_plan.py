@@ -64,6 +64,11 @@ class MountPlan:
     """Paths shown at the same place (path, writable): the workspace, the Python install and
     omnilab's package folder (where a system folder does not already show them)."""
 
+    hidden: list[str] = field(default_factory=list)
+    """Files inside a shown folder that read as empty (``/dev/null`` over them): the harness's
+    configuration file when it lies directly in a system folder (``/etc/omnilab.toml``), which
+    may hold API keys and whose folder cannot be masked whole."""
+
     def launcher_config(self, base: str = "") -> dict[str, object]:
         """The plan as the launcher's ``mounts`` config (``namespaces`` level)."""
         return {
@@ -73,6 +78,7 @@ class MountPlan:
             "scratch": [[p, _SCRATCH_BYTES] for p in self.scratch],
             "masks": self.masks,
             "binds": [[p, False] for p in self.system] + [[p, rw] for p, rw in self.binds],
+            "hide": self.hidden,
             "proc": True,
             "dev": DEV_NODES,
         }
@@ -99,6 +105,11 @@ class MountPlan:
                 continue
             mode, size = ("1777", _SCRATCH_BYTES) if path in self.scratch else ("0755", 1024**2)
             args += ["--perms", mode, "--size", str(size), "--tmpfs", path]
+        for path in self.hidden:  # after the folder that holds it
+            # --dev-bind: a plain bind is nodev, and /dev/null could then not even be opened
+            # (the file would still be hidden, but not read as empty); a write to it goes
+            # nowhere, the file underneath is untouched.
+            args += ["--dev-bind", "/dev/null", path]
         return [*args, "--remount-ro", "/"]
 
     def _shows_host(self, path: str) -> bool:
@@ -119,7 +130,7 @@ class MountPlan:
         lines += [f"{p} (private empty tmpfs, writable)" for p in self.scratch]
         lines.append(f"/dev ({', '.join(DEV_NODES)}, own terminals)")
         lines.append("/proc (the sandbox's own processes)")
-        lines += [f"{p} (hidden: empty)" for p in self.masks]
+        lines += [f"{p} (hidden: empty)" for p in [*self.masks, *self.hidden]]
         return lines
 
 
@@ -218,7 +229,8 @@ def _harness_folders(workspace: str) -> list[str]:
 
 def _user_folders() -> list[Path]:
     """The harness user's caches and configuration (``~/.cache``, ``~/.config``, omnilab's
-    cache), named by the environment or the platform's defaults."""
+    cache), named by the environment or the platform's defaults, and the data folders the
+    settings name (media roots, runs folders, the offline search index)."""
     home = Path.home()
     found = [home / ".cache", home / ".config"]
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
@@ -229,8 +241,16 @@ def _user_folders() -> list[Path]:
 
     # A bad setting is reported where it is used, not here.
     with contextlib.suppress(OmnilabError):
-        found.append(get_settings().cache_dir)
-    return found
+        settings = get_settings()
+        found.append(settings.cache_dir)
+        # The harness's data wherever the settings put it (a media root under /usr/share, runs
+        # under /usr/local): labels, other runs and the offline search index; tasks get their
+        # inputs staged into the workspace.
+        found += [*settings.bench.media_roots.values(), settings.bench.runs_dir]
+        found.append(settings.agents.runs_dir)
+        if settings.web.index_dir is not None:
+            found.append(settings.web.index_dir)
+    return [f.expanduser().absolute() for f in found]
 
 
 def _real_dir(path: str) -> bool:
@@ -293,6 +313,11 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
                 masks.append(closed)
     # A deeper mask under another one is redundant.
     plan.masks = sorted({m for m in masks if not any(_under(m, [o]) for o in masks if o != m)})
+    # A configuration file in a system folder (OMNILAB_CONFIG=/etc/omnilab.toml) is not covered
+    # by a mask of its folder (never masked: the system needs it): hide the file itself.
+    config = os.path.realpath(config_file())
+    if Path(config).is_file() and _under(config, plan.system) and not _under(config, plan.masks):
+        plan.hidden.append(config)
     for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
         if rw or not plan._shows_host(path):
             plan.binds.append((path, rw))

@@ -37,6 +37,7 @@ COOKIE = "omnilab_token"
 _OPEN = frozenset({"/v1/health"})
 _SITES = frozenset({"same-origin", "none"})
 _BODIES = frozenset({"POST", "PUT", "PATCH"})
+_REFERRER = (b"referrer-policy", b"no-referrer")
 _FORM_SLACK = 1 << 20  # the question and other form fields besides the uploads
 
 
@@ -70,6 +71,7 @@ class Guard:
             status, detail, extra = problem
             await _refuse(send, status, detail, extra)
             return
+        send = _no_referrer(send)
         query = _query_token(scope)
         # Only a token that matched is echoed: a wrong one on an open path must not get it.
         if (
@@ -139,7 +141,8 @@ class Guard:
         assert self.token is not None
         want = self.token.encode()
         given = headers.get("authorization", "")
-        if given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), want):
+        # The scheme's name is case-insensitive (RFC 9110 11.1): "bearer TOKEN" is the same.
+        if given[:7].lower() == "bearer " and hmac.compare_digest(given[7:].encode(), want):
             return True
         query = _query_token(scope)
         if query is not None and scope.get("method") == "GET":
@@ -151,6 +154,18 @@ class Guard:
             return False
         sent = cookie.get(COOKIE)
         return sent is not None and hmac.compare_digest(sent.value.encode(), want)
+
+
+def _no_referrer(send: Send) -> Send:
+    """``send`` adding ``Referrer-Policy: no-referrer``: a page opened with ``?token=`` never
+    hands its address (the token) to a link or resource it points at."""
+
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), _REFERRER]
+        await send(message)
+
+    return sending
 
 
 def _query_token(scope: Scope) -> str | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
 from omnilab.agents.registry import AGENTS, agent_names
@@ -114,6 +115,16 @@ def create_app(
     @app.exception_handler(OmnilabError)
     async def user_error(request: Request, exc: OmnilabError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_field(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # One line naming the field, like every other refusal (FastAPI's default is a list of
+        # objects that echoes the input back).
+        problems = [
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'request'}: {e.get('msg', '')}"
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": "; ".join(problems)}, status_code=422)
 
     @app.get("/v1/health")
     async def health() -> dict[str, str]:
@@ -281,17 +292,26 @@ def create_app(
         out = folder / _REPORT
         page = await asyncio.to_thread(_report_page, folder / "trajectory.jsonl", out, building)
         if name in ("", "index.html"):
-            return FileResponse(page, media_type="text/html")
+            return FileResponse(page, media_type="text/html", headers=_PAGE_HEADERS)
         path = (out / name).resolve()
         if not path.is_relative_to(out.resolve()) or not path.is_file():
             raise HTTPException(404, f"no report file {name}")
-        return FileResponse(path)
+        # Media and assets are loaded by the page, never opened as pages of this origin: a
+        # copied input that is HTML or SVG would otherwise run script next to the API.
+        return FileResponse(path, headers=_FILE_HEADERS)
 
     return Guard(app, token=token, hosts=hosts, max_upload=limit)
 
 
 _REPORT = "report"
 _STAMP = ".built-from"
+_PAGE_HEADERS = {
+    # The page's own policy (omnilab.report.html), as a header, and no framing by other sites.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+_FILE_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
 def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:

@@ -53,6 +53,27 @@ class ClientChoiceError(OmnilabError):
     """A client asked for something the server's operator did not allow (HTTP 400)."""
 
 
+def _matches(asked: str, pattern: str) -> bool:
+    """Whether the client's ``asked`` fits the operator's ``pattern``.
+
+    A name with an ``@`` fits only a pattern with one, and the model and the base URL are
+    matched each on its own, split where the model layer splits them (the last ``@``): a ``*``
+    in the pattern's URL never spans another ``@URL`` put into the name
+    (``vllm:*@http://gpu:8000/*`` must not admit ``vllm:a@http://gpu:8000/v1@http://evil/x``,
+    whose base URL is ``http://evil/x``).
+    """
+    if "@" not in pattern:
+        return "@" not in asked and fnmatchcase(asked, pattern)
+    model, at, url = asked.rpartition("@")
+    want_model, _, want_url = pattern.rpartition("@")
+    return (
+        bool(at)
+        and "@" not in model
+        and fnmatchcase(model, want_model)
+        and (fnmatchcase(url, want_url))
+    )
+
+
 @dataclass(frozen=True)
 class ClientPolicy:
     """The operator's choices for one server."""
@@ -69,14 +90,10 @@ class ClientPolicy:
         asked = (asked or "").strip()
         if not asked or asked == self.model or asked in self.allow_models:
             return asked or self.model
-        provider, _, rest = asked.partition(":")
+        provider = asked.partition(":")[0]
         if provider not in _SERVER_SIDE:
             for pattern in self.allow_models:
-                if not _GLOB & set(pattern):
-                    continue
-                if "@" in rest and "@" not in pattern:
-                    continue
-                if fnmatchcase(asked, pattern):
+                if _GLOB & set(pattern) and _matches(asked, pattern):
                     return asked
         allowed = [self.model or "the server's default model", *self.allow_models]
         raise ClientChoiceError(
@@ -97,6 +114,13 @@ class ClientPolicy:
                 )
         turns = _TURN_OPTIONS.get(agent)
         value = given.get(turns) if turns else None
+        # Only a JSON integer is held to the cap: the agent's options would also take "200",
+        # 200.0 or true (pydantic's lax mode), which a type check here would let past it.
+        if turns in given and (type(value) is not int or value < 1):
+            raise ClientChoiceError(
+                f"agent option {turns!r} must be a whole number of turns from 1 to "
+                f"{self.max_turns}, not {value!r}"
+            )
         if isinstance(value, int) and value > self.max_turns:
             raise ClientChoiceError(
                 f"agent option {turns!r} = {value} is over this server's cap of "
