@@ -42,6 +42,7 @@ __all__ = [
     "accepts",
     "check_mode",
     "default_mode",
+    "evidence_part",
     "first_message_parts",
     "frame_parts",
     "media_kinds",
@@ -269,7 +270,9 @@ def frame_parts(file_id: str, shots: Sequence[Frame], views: Path, head: str) ->
     return parts
 
 
-async def _evidence(inputs: InputSet) -> Text:
+async def evidence_part(inputs: InputSet) -> Text:
+    """The media of ``inputs`` as one text digest (transcript, audio events, OCR, shots) for a
+    model that takes text only; a digest that fails says why instead."""
     from omnilab.perception import digest
 
     media = [f.path for f in inputs if f.kind in _MEDIA]
@@ -322,7 +325,7 @@ async def first_message_parts(
             if f.kind in _MEDIA:
                 parts += await asyncio.to_thread(_compact, f, inputs, caps, views, d)
     elif mode == "evidence":
-        parts.append(await _evidence(inputs))
+        parts.append(await evidence_part(inputs))
     elif mode in _SPLIT:
         for f in inputs:
             if f.kind in _MEDIA:

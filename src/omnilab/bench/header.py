@@ -106,9 +106,6 @@ def capability_origin(name: str) -> tuple[str, bool]:
     declared = [p for p in overrides if fnmatchcase(full, p) or fnmatchcase(model_id, p)]
     if declared:
         return f"models.capabilities {', '.join(map(repr, declared))}", True
-    family = [p for p, _ in FAMILIES if fnmatchcase(model_id.lower(), p)]
-    if family:
-        return f"family table {', '.join(map(repr, family))}", True
     from omnilab.models.registry import PROVIDERS
     from omnilab.registry import RegistryError
 
@@ -118,6 +115,11 @@ def capability_origin(name: str) -> tuple[str, bool]:
         provider = PROVIDERS.get(parsed.provider)
     except RegistryError:
         provider = None  # a plugin that cannot load: naming it as a model gives its error
+    if provider is not None and provider.fixed_flags:
+        return f"provider {parsed.provider}: its runtime fixes them", True
+    family = [p for p, _ in FAMILIES if fnmatchcase(model_id.lower(), p)]
+    if family:
+        return f"family table {', '.join(map(repr, family))}", True
     if provider is not None and any(getattr(provider.capabilities, f) for f in _MEDIA_FLAGS):
         return f"provider {parsed.provider} defaults", True
     return "no known flags", False
@@ -256,9 +258,10 @@ def ask_header(
     tools: Sequence[str] | None = None,
     budgets: Mapping[str, Any] | None = None,
     roles: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
 ) -> RunHeader:
     """The header of ``omnilab ask`` with ``agent`` on ``files`` (the model named, else the
-    default one; ``roles`` are the further models by role)."""
+    default one; ``roles`` are the further models by role; ``warnings`` go first)."""
     from omnilab.inputs import InputSet
     from omnilab.models import get_model
 
@@ -271,4 +274,5 @@ def ask_header(
         tools=tools,
         budgets=Budgets(**given),
         task_files=[list(InputSet.from_paths(files))],
+        warnings=warnings,
     )

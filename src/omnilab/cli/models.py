@@ -90,6 +90,8 @@ def chat(
     ] = False,
 ) -> None:
     """Send PROMPT (with any attached media) to a model and print the answer."""
+    from omnilab.cli.exit_codes import ExitCode
+
     output = run_chat(
         prompt,
         model=model,
@@ -101,6 +103,8 @@ def chat(
     )
     if json_out:
         typer.echo(output.model_dump_json(indent=2))
+        if not output.text.strip():
+            raise typer.Exit(ExitCode.NO_ANSWER)
         return
     err = Console(stderr=True)
     if output.reasoning:
@@ -113,3 +117,6 @@ def chat(
         f"{output.latency_s:.2f} s{cached}[/]",
         highlight=False,
     )
+    if not output.text.strip():
+        err.print("[yellow]the model gave no text[/]", highlight=False)
+        raise typer.Exit(ExitCode.NO_ANSWER)

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from omnilab.plural import plural
+
 __all__ = ["protocols"]
 
 
@@ -41,7 +43,11 @@ def protocols(
         console.print(f"[bold]{escape(preset.name)}[/]: {escape(preset.title)}")
         console.print(f"  source: {escape(preset.source)}")
         if not name:
-            gaps = f"{len(preset.gaps)} settings not reproduced yet" if preset.gaps else "complete"
+            gaps = (
+                f"{plural(len(preset.gaps), 'setting')} not reproduced yet"
+                if preset.gaps
+                else "complete"
+            )
             console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}; {gaps}")
             continue
         console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}")
