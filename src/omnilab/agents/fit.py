@@ -56,16 +56,12 @@ def prompt_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int
     return int(chars / CHARS_PER_TOKEN) + _PER_MESSAGE * (len(messages) + 1)
 
 
-def _cut(message: Message, limit: int) -> Message:
-    """``message`` with its text parts cut together to about ``limit`` characters."""
-    texts = [p for p in message.content if isinstance(p, Text)]
-    total = sum(len(p.text) for p in texts) or 1
-    parts = [
-        Text(text=cut_text(p.text, max(_FLOOR // len(texts), limit * len(p.text) // total)))
-        if isinstance(p, Text)
-        else p
-        for p in message.content
-    ]
+def _cut_part(message: Message, part: int, limit: int) -> Message:
+    """``message`` with its ``part``-th content part (a text) cut to ``limit`` characters."""
+    parts = list(message.content)
+    piece = parts[part]
+    assert isinstance(piece, Text)
+    parts[part] = Text(text=cut_text(piece.text, limit))
     return message.model_copy(update={"content": parts})
 
 
@@ -80,9 +76,9 @@ def fit_messages(
     """The messages to replace (by index) so that ``messages`` fit ``window`` tokens with
     ``reply_tokens`` (default 512) left for the reply; empty when they fit already.
 
-    The longest message is cut first, to what the estimate needs or to its floor, then the next
-    longest; the last message (the newest observation or question) only when cutting the others
-    is not enough. Raises :class:`ContextTooSmallError` when nothing more can be cut.
+    The longest text is cut first, to what the estimate needs or to its floor, then the next
+    longest; the texts of the last message (the newest observation, or the question with its evidence) only
+    when cutting the others is not enough, the system prompt after it. Raises :class:`ContextTooSmallError` when nothing more can be cut.
     """
     reply = reply_tokens or _DEFAULT_REPLY
     budget = window - reply
@@ -92,15 +88,25 @@ def fit_messages(
     current = list(messages)
     edits: dict[int, Message] = {}
     last = len(current) - 1
-    # The newest message goes last: it is what the model must act on now.
-    order = sorted(range(len(current)), key=lambda i: (i == last, -_chars(current[i])))
-    for i in order:
-        size = _chars(current[i])
-        if size <= _FLOOR:
-            continue
+
+    def rank(unit: tuple[int, int]) -> tuple[int, int]:
+        # Older results first, then the newest message (what the model must act on now), the
+        # system prompt (the instructions and answer format) only when nothing else is left;
+        # within a tier the longest text first (a transcript, a digest, a page of results).
+        i, j = unit
+        tier = 2 if current[i].role == "system" else 1 if i == last else 0
+        return tier, -len(current[i].content[j].text)  # type: ignore[union-attr]
+
+    units = [
+        (i, j)
+        for i, m in enumerate(current)
+        for j, p in enumerate(m.content)
+        if isinstance(p, Text) and len(p.text) > _FLOOR
+    ]
+    for i, j in sorted(units, key=rank):
+        size = len(current[i].content[j].text)  # type: ignore[union-attr]
         keep = max(_FLOOR, size - int((over + 16) * CHARS_PER_TOKEN))
-        cut = _cut(current[i], keep)
-        current[i] = edits[i] = cut
+        current[i] = edits[i] = _cut_part(current[i], j, keep)
         over = prompt_tokens(current, tools) - budget
         if over <= 0:
             return edits
