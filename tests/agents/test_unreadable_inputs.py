@@ -86,7 +86,7 @@ def test_python_api_refuses_unless_allowed(tmp_path: Path) -> None:
     notes, _ = broken_files(tmp_path)
     script = tmp_path / "s.json"
     script.write_text(json.dumps(["<answer>x</answer>"]))
-    with pytest.raises(InputUnreadableError, match="notes.mp4: not a readable video"):
+    with pytest.raises(InputUnreadableError, match=r"notes\.mp4: not a readable video"):
         omnilab.ask([notes], "What?", model=f"scripted:{script}")
     result = omnilab.ask([notes], "What?", model=f"scripted:{script}", allow_unreadable=True)
     listing = result.trajectory.messages()[1].text
