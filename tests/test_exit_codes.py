@@ -186,3 +186,17 @@ def test_demo_exit_codes(tmp_path: Path) -> None:
         app, ["demo", "--out", str(tmp_path / "b"), "--model", looping, "--max-turns", "1"]
     )
     assert none.exit_code == ExitCode.NO_ANSWER, none.output
+
+
+def test_which_errors_are_model_failures() -> None:
+    from omnilab.bench.endpoint_guard import EndpointDownError
+    from omnilab.bench.executor import _stop
+    from omnilab.inputs import InputUnreadableError
+    from omnilab.models.errors import ErrorKind, ModelConfigError, ModelError
+
+    refused = ModelError("m", "HTTP 401", kind=ErrorKind.AUTH)
+    assert refused.model_failure and EndpointDownError("the endpoint looks down").model_failure
+    assert _stop("stopped at task t1", refused).model_failure  # eval stops: exit 4
+    unknown = ModelConfigError("nope:x", "unknown provider")
+    assert not unknown.model_failure and not _stop("stopped at task t1", unknown).model_failure
+    assert not InputUnreadableError("x").model_failure  # bad input: exit 1
