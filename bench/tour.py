@@ -8,14 +8,16 @@ Makes ``talk.mp4`` (21 s, 640x360, on-screen text, the repository's read-speech 
 sound) in a scratch folder, then runs each command of the README's tour that needs no served
 model, as the README writes it, through the real CLI (``python -m omnilab``), with the default
 model (``local:smollm2`` when nothing is configured). Prints a Markdown table: command, exit
-status, wall seconds, and the load average before and after, since the machine may be shared.
-The README writes these times next to its commands.
+status, wall seconds, CPU seconds (the command's process and its children: on a shared machine
+the wall time mostly measures the other jobs, the CPU time does not), and the load average before
+and after. The README writes these times next to its commands.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -84,6 +86,11 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _last_trajectory(folder: Path) -> str:
     runs = sorted((folder / "omnilab-runs").glob("*/trajectory.jsonl"))
     return str(runs[-1].relative_to(folder)) if runs else "missing"
@@ -100,13 +107,15 @@ def main() -> None:
     make_talk(folder)
     wanted = {n for n in args.only.split(",") if n}
     print(f"scratch folder {folder}; {os.cpu_count()} CPUs\n")
-    print("| command | exit | wall (s) | load before | load after |\n|---|---|---|---|---|")
+    print("| command | exit | wall (s) | CPU (s) | load before | load after |")
+    print("|---|---|---|---|---|---|")
     for name, command in TOUR:
         if wanted and name not in wanted:
             continue
         argv = shlex.split(command)[1:]  # after "omnilab"
         argv = [_last_trajectory(folder) if "<time>" in a else a for a in argv]
         before = _load()
+        used = _children_cpu()
         started = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "omnilab", *argv],
@@ -116,7 +125,10 @@ def main() -> None:
             text=True,
         )
         wall = time.monotonic() - started
-        print(f"| `{command}` | {proc.returncode} | {wall:.1f} | {before} | {_load()} |")
+        cpu = _children_cpu() - used
+        print(
+            f"| `{command}` | {proc.returncode} | {wall:.1f} | {cpu:.1f} | {before} | {_load()} |"
+        )
         if proc.returncode not in (0, 3):
             print(f"<!-- {name} stderr: {proc.stderr.strip()[-300:]} -->")
     if args.out is None:
