@@ -32,6 +32,19 @@ def test_plural() -> None:
     assert shown.exit_code == 0 and "1 settings" not in shown.output
 
 
+def test_one_turn_is_one_turn(video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps(["<answer>4</answer>"]))
+    out = tmp_path / "run"
+    asked = runner.invoke(
+        app, ["ask", str(video), "Q?", "--model", f"scripted:{script}", "--out", str(out)]
+    )
+    assert asked.exit_code == 0 and "answered: 1 turn," in asked.output
+    traced = runner.invoke(app, ["trace", str(out / "trajectory.jsonl")], terminal_width=200)
+    assert "end: answered, 1 turn," in traced.output
+
+
 def test_malformed_json_option_names_the_column() -> None:
     with pytest.raises(OmnilabError) as err:
         parse_pairs(['generate={"top_logprobs": 5'], "--agent-option", parse_json=True)

@@ -25,6 +25,7 @@ from omnilab.config import get_settings
 from omnilab.models import ConcurrencyPlan, Model, parse_model_name
 from omnilab.models.capabilities import FAMILIES
 from omnilab.models.errors import ModelConfigError
+from omnilab.plural import plural
 
 __all__ = [
     "RunHeader",
@@ -223,7 +224,7 @@ def render_header(header: RunHeader) -> list[str]:
     lines.append(f"budgets: {budgets}")
     if header.dataset is not None:
         where = f" (adapter {header.adapter})" if header.adapter else ""
-        count = f", {header.tasks} tasks" if header.tasks is not None else ""
+        count = f", {plural(header.tasks, 'task')}" if header.tasks is not None else ""
         samples = f" x {header.samples} samples" if header.samples > 1 else ""
         lines.append(f"dataset {header.dataset}{where}{count}{samples}")
     speed: list[str] = []
