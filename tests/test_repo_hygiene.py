@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ _SKIPPED_DIRS = {".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", "
 
 def repository_files() -> list[Path]:
     """Tracked files (and untracked ones git does not ignore); without git (CI tests a copy
-    without .git), every file outside the tool folders."""
+    without .git), every file that no ``.gitignore`` pattern covers (read simply: a pattern
+    matches a path part), outside the tool folders."""
     if (ROOT / ".git").exists() and shutil.which("git"):
         listed = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -40,12 +42,18 @@ def repository_files() -> list[Path]:
             check=True,
         ).stdout.decode()
         return [ROOT / name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+    ignore = ROOT / ".gitignore"
+    patterns = [
+        line.strip().strip("/")
+        for line in (ignore.read_text().splitlines() if ignore.is_file() else [])
+        if line.strip() and not line.startswith("#")
+    ]
     return [
         p
         for p in ROOT.rglob("*")
         if p.is_file()
         and not _SKIPPED_DIRS.intersection(p.relative_to(ROOT).parts)
-        and not any(part.endswith(".egg-info") for part in p.parts)
+        and not any(fnmatch(part, pat) for part in p.relative_to(ROOT).parts for pat in patterns)
     ]
 
 
