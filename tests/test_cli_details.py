@@ -92,7 +92,10 @@ def test_config_shows_where_each_setting_comes_from(
     assert rows["agents.runs_dir"][2] == "default"
 
 
-def test_offline_suite_runs_are_labelled_offline_suite(tmp_path: Path) -> None:
+def test_offline_suite_runs_are_labelled_offline_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the leaderboard writes its tables here
     data = tmp_path / "offline_suite.jsonl"
     data.write_text(json.dumps({"id": "a", "question": "2+2?", "answer": "4"}) + "\n")
     loaded = ADAPTER.load(data)
