@@ -1,9 +1,9 @@
 """Write the offline Omni-DeepSearch sample (omnilab.tools.mediasearch.sample) into a folder,
 with the repository's speech sample as the spoken clip, and print how to evaluate it.
 
-    python bench/deepsearch_sample.py /tmp/ds-sample
-    omnilab eval omni-deepsearch --data /tmp/ds-sample/tasks.jsonl --agent deepsearch \\
-        -O index_dir=/tmp/ds-sample/index --scorer answer_set
+    python bench/deepsearch_sample.py ds-sample
+    omnilab eval omni-deepsearch --data ds-sample/tasks.jsonl --agent deepsearch \\
+        -O index_dir=ds-sample/index --scorer answer_set
 """
 
 from __future__ import annotations

@@ -106,6 +106,7 @@ async def ask_async(
     run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
     search: str | None = None,
+    allow_unreadable: bool = False,
 ) -> AskResult:
     """Ask ``question`` about ``files`` with agent ``agent`` and return the answer with its
     trajectory.
@@ -119,10 +120,12 @@ async def ask_async(
     offer: names, ``module:attr`` or :class:`~omnilab.tools.Tool` objects (default: the agent's set); ``max_turns``/``max_tokens``/``max_seconds`` bound the run.
     ``on_event`` sees every event as it is written (live views). ``search`` picks the provider
     of ``web_search`` (``serper``, ``brave``, ``tavily``, ``searxng``, ``local``; default the
-    setting ``web.search_provider``).
+    setting ``web.search_provider``). A video, audio or image input that does not decode is
+    refused (:class:`~omnilab.inputs.InputUnreadableError`) unless ``allow_unreadable``; the
+    agent then sees it listed as unreadable.
 
-    Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing file,
-    an unknown model, agent, option or tool; failures during the run end it with status
+    Raises :class:`~omnilab.errors.OmnilabError` subclasses for user mistakes: a missing or
+    undecodable file, an unknown model, agent, option or tool; failures during the run end it with status
     ``error``.
     """
     if not question.strip():
@@ -130,6 +133,7 @@ async def ask_async(
     if search is not None:
         check_search(search)
     inputs = InputSet.from_paths(list(files))
+    inputs.check_readable(allow=allow_unreadable)
     options = _options(
         agent_options,
         {
@@ -207,6 +211,7 @@ def ask(
     run_dir: str | Path | None = None,
     on_event: EventHook | None = None,
     search: str | None = None,
+    allow_unreadable: bool = False,
 ) -> AskResult:
     """:func:`ask_async` for code without an event loop (in one, ``await ask_async(...)``)."""
     try:
@@ -235,5 +240,6 @@ def ask(
             run_dir=run_dir,
             on_event=on_event,
             search=search,
+            allow_unreadable=allow_unreadable,
         )
     )

@@ -28,6 +28,7 @@ __all__ = [
     "InputMissingError",
     "InputNotFound",
     "InputSet",
+    "InputUnreadableError",
     "guess_kind",
     "unique_ids",
 ]
@@ -148,6 +149,13 @@ class InputMissingError(OmnilabError):
     code = "NOT_FOUND"
 
 
+class InputUnreadableError(OmnilabError):
+    """An input cannot be decoded as the media its name or content says (a cut-short video, a
+    text file named ``.mp4``)."""
+
+    code = "UNREADABLE"
+
+
 def _detect_kind(path: Path) -> FileKind:
     """Video, audio or image by content (probe); other files by name."""
     guessed = guess_kind(path)
@@ -254,6 +262,30 @@ class InputSet:
         listed = ", ".join(f"{f.id} ({f.path.name})" for f in files)
         return f"valid ids: {listed}"
 
+    def check_readable(self, *, allow: bool = False) -> list[str]:
+        """Probe every video, audio and image input and decode the end of each video and audio
+        (a file cut short keeps a header that says the full length): raise
+        :class:`InputUnreadableError` (one line) when one does not decode, or with ``allow``
+        return one line per such input (``clip.mp4: not a readable video [CORRUPT] ...``).
+        Text and documents are read as bytes and never refused."""
+        from omnilab.media.errors import MediaError
+
+        problems = []
+        for f in self._files:
+            if f.kind not in ("video", "audio", "image"):
+                continue
+            try:
+                _decodes_to_end(f)
+            except MediaError as e:
+                problems.append(f"{f.given}: not a readable {f.kind} [{e.code}] {e.message}")
+        if problems and not allow:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise InputUnreadableError(
+                f"{problems[0]}{more}; give a file that decodes (omnilab media probe FILE says "
+                "what is wrong), or pass --allow-unreadable to run anyway"
+            )
+        return problems
+
     def listing(self) -> str:
         """A text block for the first user message: one line per input with id, kind and facts.
 
@@ -265,6 +297,26 @@ class InputSet:
         lines = ["Input files (refer to them by id in tool calls):"]
         lines.extend(f"- {_describe(f)}" for f in self._files)
         return "\n".join(lines)
+
+
+_TAIL_S = 0.25
+"""How far before the stated end the last check decodes (the last frame or sound)."""
+
+
+def _decodes_to_end(f: InputFile) -> None:
+    """Raise ``MediaError`` unless ``f`` probes and its last moment decodes."""
+    info = f.probe()
+    if info.duration is None or info.duration <= _TAIL_S:
+        return
+    at = info.duration - _TAIL_S
+    if info.has_video:
+        from omnilab.media.video import frames_at
+
+        frames_at(f.path, [at])
+    elif info.has_audio:
+        from omnilab.media.audio import audio_segment
+
+        audio_segment(f.path, at, info.duration)
 
 
 def _article(word: str) -> str:

@@ -251,14 +251,29 @@ def test_a_role_whose_model_cannot_take_its_modality_is_refused(tmp_path: Path) 
         run_master(tmp_path, model(StageModel(), "m"), [sound], roles={"audio": text_only})
     message = str(given.value)
     assert "\n" not in message and "role audio needs a model that takes audio" in message
-    assert "stage:plain (given)" in message
-    # A fallback role is refused only when the task needs it...
-    with pytest.raises(AgentConfigError, match=r"role image .* as no role was given"):
-        run_master(tmp_path, text_only, [make_image(tmp_path / "p.png")])
-    # ...an explicit one always, before anything is written.
+    assert "but stage:plain does not" in message and "leave the role out" in message
+    # An explicit role is refused even when the task has no input of its kind, before anything
+    # is written.
     with pytest.raises(AgentConfigError, match="role video needs"):
         run_master(tmp_path, model(StageModel(), "m"), roles={"video": text_only})
     assert not (tmp_path / "ws").exists() or not any((tmp_path / "ws").iterdir())
+
+
+def test_a_text_model_left_as_a_media_role_gets_evidence_digests(tmp_path: Path) -> None:
+    """Evidence mode: one text-only model (the embedded default) runs the whole pool; each
+    modality agent reads its inputs' digest, as tir's evidence mode does."""
+    sound = make_audio(tmp_path / "s.wav", duration=1.0)
+    picture = make_image(tmp_path / "p.png")
+    only = StageModel(capabilities=TEXT)
+    run = run_master(tmp_path, model(only, "text"), [sound, picture])
+    assert run.trajectory.status == "answered"
+    assert run.trajectory.events[0].config["evidence"] == ["image", "audio"]
+    for request in only.stage(SUMMARY):
+        assert not request.media(Image) and not request.media(Audio)  # text only reached it
+    seen = "\n".join(r.text for r in only.stage(SUMMARY))
+    assert "image_1: image p.png as text evidence" in seen
+    assert "audio_1: audio s.wav as text evidence" in seen
+    assert "analysed for you offline" in seen  # the evidence template's words
 
 
 def test_unset_roles_fall_back_to_the_agent_model(tmp_path: Path) -> None:

@@ -348,7 +348,7 @@ def test_notices_count_down_and_the_final_step_takes_any_answer(
     )
     assert ran.saved.status == "answered" and ran.saved.answer == "C"  # gate bypassed
     assert ran.request(0)[1].text.endswith("[NOTICE] Step 1/3. 2 steps remaining.")
-    assert ran.request(1)[-1].text.endswith("[NOTICE] Step 2/3. 1 steps remaining.")
+    assert ran.request(1)[-1].text.endswith("[NOTICE] Step 2/3. 1 step remaining.")
     assert "[NOTICE] Step 3/3. FINAL STEP" in ran.request(2)[-1].text
 
 

@@ -32,12 +32,20 @@ from typing import Any, Literal
 
 from omnilab.agents.answer import final_answer
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.fit import fit_messages
 from omnilab.agents.session_types import Context, ToolOutcome, ToolRound, writes_a_call
 from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
 from omnilab.models.errors import ModelError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.model import Model
-from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolCall, Usage
+from omnilab.models.types import (
+    GenerateConfig,
+    Message,
+    ModelOutput,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from omnilab.tools.base import Tool, ToolResult
 from omnilab.trajectory import (
     AnswerEvent,
@@ -242,11 +250,13 @@ class AgentRun:
         bound = self.models[model] if isinstance(model, str) else self._bound(model, context)
         if turn:
             self.turns += 1
+        specs = [t.spec for t in tools]
+        self._fit(bound, context, specs, config)
         scope = _CallScope(self, context)
         token = _CALL.set(scope)
         try:
             output = await self.clock.bound(
-                bound.generate(list(context.messages), tools=[t.spec for t in tools], config=config)
+                bound.generate(list(context.messages), tools=specs, config=config)
             )
         except TimeoutError:
             message = f"time budget spent ({self.clock.limit:g} s) during a model call"
@@ -259,6 +269,34 @@ class AgentRun:
             context.last_call_id = self._last_call_id = scope.event.id
             self._last_context_id = context.id
         return output
+
+    def _fit(
+        self,
+        model: Model,
+        context: Context,
+        tools: Sequence[ToolSpec],
+        config: GenerateConfig | None,
+    ) -> None:
+        """Cut the longest messages of ``context`` so the call fits ``model``'s declared
+        context window (see :mod:`omnilab.agents.fit`); each cut is recorded as an edit."""
+        window = model.capabilities.context_tokens
+        if window is None:
+            return
+        edits = fit_messages(
+            context.messages,
+            tools,
+            window=window,
+            reply_tokens=config.max_tokens if config is not None else None,
+            model=model.name,
+        )
+        for index, message in sorted(edits.items()):
+            self.edit(
+                context,
+                index,
+                index + 1,
+                [message],
+                reason=f"cut to fit the model's context window ({window} tokens)",
+            )
 
     def _bound(self, model: Model, context: Context) -> Model:
         for bound in self.models.values():

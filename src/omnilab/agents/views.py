@@ -46,6 +46,7 @@ __all__ = [
     "accepts",
     "check_mode",
     "default_mode",
+    "evidence_part",
     "first_message_parts",
     "frame_parts",
     "media_kinds",
@@ -299,7 +300,9 @@ def place_view(data: bytes, views: Path, name: str) -> Path:
     return views / name
 
 
-async def _evidence(inputs: InputSet) -> Text:
+async def evidence_part(inputs: InputSet) -> Text:
+    """The media of ``inputs`` as one text digest (transcript, audio events, OCR, shots) for a
+    model that takes text only; a digest that fails says why instead."""
     from omnilab.perception import digest
 
     media = [f.path for f in inputs if f.kind in _MEDIA]
@@ -352,7 +355,7 @@ async def first_message_parts(
             if f.kind in _MEDIA:
                 parts += await asyncio.to_thread(_compact, f, inputs, caps, views, d)
     elif mode == "evidence":
-        parts.append(await _evidence(inputs))
+        parts.append(await evidence_part(inputs))
     elif mode in _SPLIT:
         for f in inputs:
             if f.kind in _MEDIA:

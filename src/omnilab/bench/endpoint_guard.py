@@ -17,6 +17,8 @@ DEAD_ENDPOINT_FAILURES = 3
 class EndpointDownError(RunSetupError):
     """The model endpoint is dead or unreachable: every task would fail alike."""
 
+    model_failure = True
+
 
 class DeadEndpointGuard:
     """Holds back results that failed on a model connection error; past the limit in a row the

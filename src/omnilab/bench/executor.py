@@ -28,6 +28,7 @@ from omnilab.bench.run_dir import MissingMedia
 from omnilab.bench.scoring import Scorer, extract_answer
 from omnilab.bench.task import Task, TaskFile
 from omnilab.config import get_settings
+from omnilab.errors import OmnilabError
 from omnilab.models import (
     ErrorKind,
     Model,
@@ -69,6 +70,14 @@ def is_setup_error(error: BaseException) -> bool:
     if isinstance(error, ModelConfigError | AgentConfigError):
         return True
     return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
+
+
+def _stop(where: str, error: Exception) -> RunSetupError:
+    stop = RunSetupError(f"{where}: {error}")
+    # A refused key or a missing model is the model's side failing: the CLI says so by its exit
+    # status; an unknown model name or agent option is the user's input.
+    stop.model_failure = isinstance(error, OmnilabError) and error.model_failure
+    return stop
 
 
 def task_seed(seed: int, task_id: str, sample: int = 0) -> int:
@@ -217,7 +226,7 @@ class TaskExecutor:
             return await score_result(self.scorer, task, result, trajectory=trajectory)
         except Exception as e:
             if is_setup_error(e):
-                raise RunSetupError(f"stopped while scoring {task.id}: {e}") from None
+                raise _stop(f"stopped while scoring {task.id}", e) from None
             return result.model_copy(
                 update={
                     "error": f"scoring failed: {type(e).__name__}: {e}",
@@ -265,7 +274,7 @@ class TaskExecutor:
                 return _close_failed(writer, "timeout", error, started), error, "timeout"
             except Exception as e:
                 if is_setup_error(e):
-                    raise RunSetupError(f"stopped at task {job.task.id}: {e}") from None
+                    raise _stop(f"stopped at task {job.task.id}", e) from None
                 error = f"agent crashed: {type(e).__name__}: {e}"
                 kind = str(e.kind) if isinstance(e, ModelError) else "crash"
                 return _close_failed(writer, "internal", error, started), error, kind

@@ -25,6 +25,7 @@ from omnilab.config import get_settings
 from omnilab.models import ConcurrencyPlan, Model, parse_model_name
 from omnilab.models.capabilities import FAMILIES
 from omnilab.models.errors import ModelConfigError
+from omnilab.plural import plural
 
 __all__ = [
     "RunHeader",
@@ -108,9 +109,6 @@ def capability_origin(name: str) -> tuple[str, bool]:
     declared = [p for p in overrides if fnmatchcase(full, p) or fnmatchcase(model_id, p)]
     if declared:
         return f"models.capabilities {', '.join(map(repr, declared))}", True
-    family = [p for p, _ in FAMILIES if fnmatchcase(model_id.lower(), p)]
-    if family:
-        return f"family table {', '.join(map(repr, family))}", True
     from omnilab.models.registry import PROVIDERS
     from omnilab.registry import RegistryError
 
@@ -120,6 +118,11 @@ def capability_origin(name: str) -> tuple[str, bool]:
         provider = PROVIDERS.get(parsed.provider)
     except RegistryError:
         provider = None  # a plugin that cannot load: naming it as a model gives its error
+    if provider is not None and provider.fixed_flags:
+        return f"provider {parsed.provider}: its runtime fixes them", True
+    family = [p for p, _ in FAMILIES if fnmatchcase(model_id.lower(), p)]
+    if family:
+        return f"family table {', '.join(map(repr, family))}", True
     if provider is not None and any(getattr(provider.capabilities, f) for f in _MEDIA_FLAGS):
         return f"provider {parsed.provider} defaults", True
     return "no known flags", False
@@ -223,7 +226,7 @@ def render_header(header: RunHeader) -> list[str]:
     lines.append(f"budgets: {budgets}")
     if header.dataset is not None:
         where = f" (adapter {header.adapter})" if header.adapter else ""
-        count = f", {header.tasks} tasks" if header.tasks is not None else ""
+        count = f", {plural(header.tasks, 'task')}" if header.tasks is not None else ""
         samples = f" x {header.samples} samples" if header.samples > 1 else ""
         lines.append(f"dataset {header.dataset}{where}{count}{samples}")
     speed: list[str] = []
@@ -259,9 +262,10 @@ def ask_header(
     tools: Sequence[str] | None = None,
     budgets: Mapping[str, Any] | None = None,
     roles: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
 ) -> RunHeader:
     """The header of ``omnilab ask`` with ``agent`` on ``files`` (the model named, else the
-    default one; ``roles`` are the further models by role)."""
+    default one; ``roles`` are the further models by role; ``warnings`` go first)."""
     from omnilab.inputs import InputSet
     from omnilab.models import get_model
 
@@ -274,4 +278,5 @@ def ask_header(
         tools=tools,
         budgets=Budgets(**given),
         task_files=[list(InputSet.from_paths(files))],
+        warnings=warnings,
     )

@@ -230,9 +230,12 @@ class OfflineSuiteAdapter:
         return build_suite(path if path is not None else default_folder())
 
     def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad:
-        """Build the suite if ``path`` is a folder, then read it as generic JSONL."""
+        """Build the suite if ``path`` is a folder, then read it as generic JSONL; the tasks
+        are labelled ``offline-suite`` (leaderboards and metrics name the suite, not ``jsonl``)."""
         data = self.prepare(path)
-        return JSONL_ADAPTER.load(data, media_root=media_root or data.parent)
+        loaded = JSONL_ADAPTER.load(data, media_root=media_root or data.parent)
+        tasks = [t.model_copy(update={"dataset": self.name}) for t in loaded.tasks]
+        return loaded.model_copy(update={"dataset": self.name, "tasks": tasks})
 
 
 ADAPTER = OfflineSuiteAdapter()

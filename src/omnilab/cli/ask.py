@@ -19,9 +19,11 @@ from rich.rule import Rule
 from omnilab.api import AskResult, ask_async
 from omnilab.cli._console import inert_console
 from omnilab.cli._pairs import parse_pairs
+from omnilab.cli.exit_codes import ExitCode, for_run
 from omnilab.errors import OmnilabError
 from omnilab.inputs import InputSet
 from omnilab.models.events import ModelCallEvent
+from omnilab.plural import plural
 from omnilab.terminal import inert, inert_json
 from omnilab.trajectory import (
     AnswerEvent,
@@ -34,7 +36,7 @@ from omnilab.trajectory import (
     ToolResultEvent,
 )
 
-__all__ = ["LiveView", "ask", "print_result", "run_ask"]
+__all__ = ["LiveView", "ask", "exit_code", "print_result", "run_ask"]
 
 _THOUGHT_CHARS = 600
 _OBSERVATION_CHARS = 240
@@ -58,6 +60,7 @@ class LiveView:
         self.agent_model: str | None = None
         self.step = 0
         self._messages = 0
+        self._call_error: str | None = None
 
     def _print(self, markup: str) -> None:
         # Model and tool text is escaped for markup already; make its control characters inert.
@@ -104,13 +107,15 @@ class LiveView:
             )
             self.console.print(Panel(body, title=title, expand=False), highlight=False)
         elif isinstance(event, ErrorEvent):
+            if event.error_kind == "model" and event.message == self._call_error:
+                return  # the failed call was just shown with this very message
             self._print(f"[red]{escape(event.error_kind)}:[/] {escape(event.message)}")
         elif isinstance(event, StepNote):
             self._print(f"  [magenta]{escape(event.label)}:[/] {escape(_short(event.text, 400))}")
         elif isinstance(event, RunEnd):
             u = event.usage
             self._print(
-                f"[dim]{event.status}: {event.turns} turns, {u.prompt_tokens} prompt + "
+                f"[dim]{event.status}: {plural(event.turns, 'turn')}, {u.prompt_tokens} prompt + "
                 f"{u.completion_tokens} completion tokens, {event.wall_s:.1f} s[/]"
             )
 
@@ -126,6 +131,7 @@ class LiveView:
         self.step += 1
         self.console.print(Rule(f"step {self.step}", align="left", style="dim"))
         if event.error is not None:
+            self._call_error = event.error
             self._print(f"[red]model call failed:[/] {escape(event.error)}")
             return
         output = event.output
@@ -156,11 +162,16 @@ def run_ask(
     console: Console | None,
     **options: Any,
 ) -> AskResult:
-    """Run :func:`omnilab.api.ask_async` with a live view on ``console`` (none: quiet)."""
+    """Run :func:`omnilab.api.ask_async` with a live view on ``console`` (none: quiet); Ctrl-C
+    exits with :attr:`ExitCode.INTERRUPTED`."""
     import asyncio
 
     view = LiveView(console) if console is not None else None
-    return asyncio.run(ask_async(files, question, on_event=view, **options))
+    try:
+        return asyncio.run(ask_async(files, question, on_event=view, **options))
+    except KeyboardInterrupt:
+        typer.echo("interrupted: the steps so far are saved in the run's trajectory", err=True)
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
 
 
 def _split(args: list[str]) -> tuple[list[Path], str]:
@@ -180,16 +191,24 @@ def _print_header(
     agent: str = "tir",
     roles: dict[str, str] | None = None,
     search: str | None = None,
+    warnings: list[str] | None = None,
 ) -> None:
     """The run header (agent, mode and why, tools, models, budgets, the web search provider
-    when web_search is offered) above the live view."""
+    when web_search is offered, ``warnings``) above the live view."""
     from omnilab.bench.header import ask_header, render_header
     from omnilab.config import get_settings
 
     budgets = dict(zip(("max_turns", "max_tokens", "max_seconds"), limits, strict=True))
     named = {**get_settings().agents.roles, **(roles or {})}
     header = ask_header(
-        files, agent=agent, model=model, mode=mode, tools=tools, budgets=budgets, roles=named
+        files,
+        agent=agent,
+        model=model,
+        mode=mode,
+        tools=tools,
+        budgets=budgets,
+        roles=named,
+        warnings=warnings or (),
     )
     if tools is None or "web_search" in tools:
         from omnilab.tools.search_choice import search_origin
@@ -279,6 +298,14 @@ def ask(
     json_out: Annotated[
         bool, typer.Option("--json", help="No live view; print the result as JSON.")
     ] = False,
+    allow_unreadable: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unreadable",
+            help="Run even when a video, audio or image input does not decode (it is refused "
+            "otherwise); the agent sees it listed as unreadable.",
+        ),
+    ] = False,
 ) -> None:
     """Answer QUESTION about the FILEs with an agent, showing each step as it happens.
 
@@ -294,8 +321,13 @@ def ask(
     options = parse_pairs(agent_option, "--agent-option", parse_json=True)
     roles = parse_pairs(role, "--role", parse_json=False)
     tool_names = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
-    InputSet.from_paths(files)  # a missing or unreadable file is reported before anything runs
+    # A missing or undecodable file is reported before anything runs.
+    problems = InputSet.from_paths(files).check_readable(allow=allow_unreadable)
+    unreadable = [f"unreadable input {p} (--allow-unreadable)" for p in problems]
     console = None if json_out else inert_console(highlight=False)
+    if console is None:
+        for line in unreadable:
+            typer.echo(f"warning: {line}", err=True)
     if console is not None:
         console.print(Rule(escape(question)))
         limits = (max_turns, max_tokens, max_seconds)
@@ -309,6 +341,7 @@ def ask(
             agent=agent,
             roles=roles,
             search=search,
+            warnings=unreadable,
         )
     result = run_ask(
         files,
@@ -327,7 +360,9 @@ def ask(
         perception_model=perception_model,
         run_dir=out,
         search=search,
+        allow_unreadable=allow_unreadable,
     )
+    code = exit_code(result)
     if console is None:
         end = result.trajectory.run_end
         summary = {
@@ -338,7 +373,16 @@ def ask(
             "turns": end.turns if end is not None else None,
             "usage": result.trajectory.usage.model_dump(),
             "wall_s": end.wall_s if end is not None else None,
+            "exit_code": int(code),
         }
         typer.echo(inert_json(json.dumps(summary, indent=2, ensure_ascii=False)))
-        return
-    print_result(console, result)
+    else:
+        print_result(console, result)
+    if code != ExitCode.ANSWERED:
+        raise typer.Exit(code)
+
+
+def exit_code(result: AskResult) -> ExitCode:
+    """The exit status of a finished ask run (see :mod:`omnilab.cli.exit_codes`)."""
+    kinds = [e.error_kind for e in result.trajectory.events if isinstance(e, ErrorEvent)]
+    return for_run(result.status, kinds)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -100,7 +102,8 @@ def config(
         ),
     ] = False,
 ) -> None:
-    """Show the settings in effect (secrets masked) and where they come from.
+    """Show the settings in effect (secrets masked) and where each comes from (the source
+    column: default, file or env).
 
     Precedence: defaults < the TOML file ($OMNILAB_CONFIG or ./omnilab.toml) < OMNILAB_* environment
     variables < command-line flags.
@@ -117,7 +120,36 @@ def config(
     console.print(
         f"config file: {escape(str(source))} ({'found' if source.exists() else 'not found'})"
     )
-    table = Table("setting", "value", "env var", box=None, padding=(0, 2))
+    table = Table("setting", "value", "source", "env var", box=None, padding=(0, 2))
+    from_file = _file_keys(source)
     for r in rows:
-        table.add_row(r.name, escape(str(r.value)), r.env)
+        table.add_row(r.name, escape(str(r.value)), setting_source(r, from_file), r.env)
     console.print(table)
+
+
+def _file_keys(path: Path) -> set[str]:
+    """The dotted names the TOML file sets (tables and their keys)."""
+    import tomllib
+
+    if not path.is_file():
+        return set()
+    with path.open("rb") as f:
+        data = tomllib.load(f)  # readable: get_settings() read it already
+    keys: set[str] = set()
+
+    def walk(table: dict[str, Any], prefix: str) -> None:
+        for key, value in table.items():
+            keys.add(prefix + key)
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+
+    walk(data, "")
+    return keys
+
+
+def setting_source(row: SettingRow, file_keys: set[str]) -> str:
+    """Where ``row``'s value comes from: ``env`` (its variable is set), ``file`` (the TOML
+    file sets it), else ``default``."""
+    if any(k.upper() == row.env for k in os.environ):
+        return "env"
+    return "file" if row.name in file_keys else "default"

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
 from omnilab.cli._console import inert_console
+from omnilab.plural import plural
 from omnilab.terminal import inert_json
 
 __all__ = ["app", "check", "show"]
@@ -83,9 +84,10 @@ def check(
     console = _console()
     missing_files = sum(len(files) for files in loaded.missing_media.values())
     console.print(
-        f"[bold]{loaded.dataset}[/]: {len(loaded.tasks)} tasks loaded from {loaded.path}; "
-        f"{len(loaded.skipped)} items skipped; {len(loaded.missing_media)} tasks miss "
-        f"{missing_files} media files (media root {loaded.media_root})"
+        f"[bold]{loaded.dataset}[/]: {plural(len(loaded.tasks), 'task')} loaded from "
+        f"{loaded.path}; {plural(len(loaded.skipped), 'item')} skipped; "
+        f"{plural(len(loaded.missing_media), 'task')} miss "
+        f"{plural(missing_files, 'media file')} (media root {loaded.media_root})"
     )
     if loaded.skipped:
         table = Table(title="skipped items", box=None, header_style="bold", title_justify="left")

@@ -4,7 +4,8 @@ It makes a short video with on-screen text (:mod:`omnilab.media.synth`), then ru
 ``omnilab ask sample.mp4 "What text appears on screen?"`` runs: the default model (the embedded
 SmolLM2-135M when nothing else is configured), the ``tir`` agent with its default tools and the
 sample search corpus shipped with omnilab. A tiny model gets the loop right, not the answer; the
-demo says so.
+demo says so. Its files go to ``cache_dir/demo`` unless ``--out`` says otherwise: never into the
+folder it is run from, which is often a checkout of omnilab itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from rich.markup import escape
 from rich.rule import Rule
 
 from omnilab.cli._console import inert_console
-from omnilab.cli.ask import print_result, run_ask
+from omnilab.cli.ask import exit_code, print_result, run_ask
+from omnilab.cli.exit_codes import ExitCode
 from omnilab.errors import OmnilabError
 from omnilab.media import synth
 from omnilab.models.registry import default_model_name
@@ -40,9 +42,14 @@ _TOKEN_BUDGET = 40_000
 
 def demo(
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Folder for the sample video and the run."),
-    ] = Path("omnilab-demo"),
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for the sample video and the run; default: demo/ in omnilab's cache "
+            "folder (setting cache_dir), outside the current folder.",
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
@@ -62,7 +69,7 @@ def demo(
     """
     began = time.monotonic()
     console = inert_console(highlight=False, soft_wrap=True)
-    folder = out.expanduser()
+    folder = (out or _default_folder()).expanduser()
     if folder.exists() and not folder.is_dir():
         raise OmnilabError(f"--out {folder} is a file; the demo needs a folder")
     name = model or default_model_name()  # fails here, in one line, when no model is available
@@ -95,3 +102,12 @@ def demo(
         f"status {result.status}"
     )
     print_result(console, result)
+    code = exit_code(result)
+    if code != ExitCode.ANSWERED:
+        raise typer.Exit(code)
+
+
+def _default_folder() -> Path:
+    from omnilab.config import get_settings
+
+    return get_settings().cache_dir / "demo"

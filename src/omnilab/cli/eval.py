@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,12 +25,14 @@ from omnilab.bench.header import RunHeader, render_header
 from omnilab.bench.progress import RichProgress
 from omnilab.bench.protocols import get_protocol
 from omnilab.bench.rescore import SCORER_NAMES
+from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import MissingMedia, RunConfig, RunDir, Selection
 from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_run
 from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import summary_tables
 from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
+from omnilab.cli.exit_codes import ExitCode
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
 
@@ -323,16 +325,18 @@ def eval_(
     try:
         outcome = asyncio.run(_execute(plan, config.concurrency or 1, progress, err))
     except RunSetupError as e:
-        raise RunSetupError(
+        stop = RunSetupError(
             f"{e}; finished tasks are saved, continue with omnilab eval --out {run_dir} --resume"
-        ) from None
+        )
+        stop.model_failure = e.model_failure
+        raise stop from None
     except KeyboardInterrupt:
         finished = len(RunDir(run_dir).results())
         err.print(
             f"interrupted: {finished} finished tasks are saved in {run_dir}; continue with "
             f"omnilab eval --out {run_dir} --resume"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     _render_outcome(outcome, out_console())
     if outcome.ran and outcome.failed == outcome.ran and not outcome.reached_model:
         first = next(r for r in RunDir(run_dir).results() if r.error is not None)
@@ -341,6 +345,21 @@ def eval_(
             f"{first.error}); fix the cause (omnilab data check), then omnilab eval --out "
             f"{run_dir} --resume --retry-failed"
         )
+    code = _exit_status(RunDir(run_dir).results())
+    if code != ExitCode.ANSWERED:
+        raise typer.Exit(code)
+
+
+def _exit_status(results: Sequence[TaskResult]) -> ExitCode:
+    """0 when some task answered; else 4 when every task failed on its model, else 3."""
+    from omnilab.models.errors import ErrorKind
+
+    if any(r.error is None and r.extracted for r in results):
+        return ExitCode.ANSWERED
+    model_kinds = {str(k) for k in ErrorKind}
+    if results and all(r.error_kind in model_kinds for r in results):
+        return ExitCode.MODEL_FAILURE
+    return ExitCode.NO_ANSWER
 
 
 def _print_header(err: Console) -> Callable[[RunHeader], None]:

@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 """Every sub-command: name -> (``module:attr``, short help)."""
 
 
+_RUNS = frozenset({"ask", "chat", "eval", "demo"})
+"""Commands that run a model: their ``--help`` ends with the exit status table."""
+
+
 # Click's classes are named through typer's (recent typer versions bundle their own click).
 def _load(name: str, target: str) -> Any:
     from omnilab.registry import import_target
@@ -75,7 +79,12 @@ def _load(name: str, target: str) -> Any:
     if isinstance(value, typer.Typer):
         return typer.main.get_group(value)
     single = typer.Typer()
-    single.command(name)(value)
+    epilog: str | None = None
+    if name in _RUNS:
+        from omnilab.cli.exit_codes import EPILOG
+
+        epilog = EPILOG
+    single.command(name, epilog=epilog)(value)
     # One command and no callback: typer returns the command itself, not a group.
     return typer.main.get_command(single)
 
@@ -147,20 +156,25 @@ def _error_console(**options: Any) -> Any:
 
 
 def main() -> None:
-    """Run the CLI; user errors print one line on stderr and exit with status 1."""
+    """Run the CLI; user errors print one line on stderr and exit with status 1 (4 when the
+    model or its endpoint failed; see :mod:`omnilab.cli.exit_codes`)."""
     try:
         app()
     except OmnilabError as e:
         from rich.markup import escape
 
+        from omnilab.cli.exit_codes import ExitCode
+
         # Messages quote user input and extras such as 'omnilab[local]': never read them as markup.
         _error_console(emoji=False).print(
             f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True
         )
-        sys.exit(1)
+        sys.exit(ExitCode.MODEL_FAILURE if e.model_failure else ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
+        from omnilab.cli.exit_codes import ExitCode
+
         _error_console().print("interrupted")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     finally:
         _settle_heap()
 

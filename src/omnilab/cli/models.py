@@ -91,6 +91,8 @@ def chat(
     ] = False,
 ) -> None:
     """Send PROMPT (with any attached media) to a model and print the answer."""
+    from omnilab.cli.exit_codes import ExitCode
+
     output = run_chat(
         prompt,
         model=model,
@@ -102,6 +104,8 @@ def chat(
     )
     if json_out:
         typer.echo(inert_json(output.model_dump_json(indent=2)))
+        if not output.text.strip():
+            raise typer.Exit(ExitCode.NO_ANSWER)
         return
     err = inert_console(stderr=True)
     if output.reasoning:
@@ -115,3 +119,6 @@ def chat(
         f"{output.latency_s:.2f} s{cached}[/]",
         highlight=False,
     )
+    if not output.text.strip():
+        err.print("[yellow]the model gave no text[/]", highlight=False)
+        raise typer.Exit(ExitCode.NO_ANSWER)

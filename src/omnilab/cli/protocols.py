@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from omnilab.cli._console import inert_console
+from omnilab.plural import plural
 
 __all__ = ["protocols"]
 
@@ -43,9 +44,9 @@ def protocols(
         console.print(f"  source: {escape(preset.source)}")
         if not name:
             open_, named = len(preset.open_gaps), len(preset.named_gaps)
-            gaps = f"{open_} settings not reproduced yet" if open_ else "complete"
+            gaps = f"{plural(open_, 'setting')} not reproduced yet" if open_ else "complete"
             if named:
-                gaps += f"; {named} named divergences, each with its reason"
+                gaps += f"; {plural(named, 'named divergence')}, each with its reason"
             console.print(f"  datasets: {', '.join(preset.datasets) or 'any'}; {gaps}")
             for gap in preset.gaps:
                 why = f": {escape(gap.reason)}" if gap.reason else ""

@@ -40,6 +40,9 @@ class Capabilities(BaseModel):
     """Frames sampled from a video when it is sent as images."""
     max_image_edge: int | None = Field(default=None, ge=16)
     """Images and frames are shrunk to this longest edge before sending; ``None`` keeps size."""
+    context_tokens: int | None = Field(default=None, ge=256)
+    """The context window in tokens, when known (the embedded model: ``models.local_n_ctx``):
+    agents cut the longest messages of a conversation that would not fit it."""
     tool_media: bool = False
     """Media returned by a tool go inside its tool message (servers that accept non-text parts
     there, as the OmniGAIA authors' vLLM setup does); off: tool messages carry text and the
@@ -86,11 +89,14 @@ def resolve_capabilities(
     model_id: str,
     defaults: Capabilities,
     overrides: Mapping[str, Mapping[str, bool | int | float]],
+    *,
+    families: bool = True,
 ) -> Capabilities:
-    """The flags of ``provider:model_id``: provider defaults, then families, then settings."""
+    """The flags of ``provider:model_id``: provider defaults, then families (unless
+    ``families`` is off: a provider whose adapter fixes what it takes), then settings."""
     flags: dict[str, object] = defaults.model_dump()
     lowered = model_id.lower()
-    for pattern, family in FAMILIES:
+    for pattern, family in FAMILIES if families else ():
         if fnmatchcase(lowered, pattern):
             flags.update(family)
     full = f"{provider}:{model_id}"

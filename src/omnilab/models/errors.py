@@ -115,6 +115,8 @@ class ProviderError(Exception):
 class ModelError(OmnilabError):
     """A model call failed for good (after retries); the message is one actionable line."""
 
+    model_failure = True
+
     def __init__(
         self,
         model: str,
@@ -137,6 +139,8 @@ class ModelError(OmnilabError):
 
 class ModelConfigError(ModelError):
     """The model cannot be set up: bad name, unknown provider, missing key or extra."""
+
+    model_failure = False  # what the user named or set up, not the model, is wrong
 
     def __init__(self, model: str, detail: str, *, advice: str = "") -> None:
         super().__init__(model, detail, advice=advice)

@@ -78,6 +78,10 @@ class Provider:
     capabilities: Capabilities = field(default_factory=Capabilities)
     extra: str | None = None
     """The pip extra the factory needs, named in the error when it is missing."""
+    fixed_flags: bool = False
+    """The adapter itself decides what every model of this provider takes (the embedded
+    runtime reads text only): ``capabilities`` are known to be true, and the model family
+    table, which describes what a model's weights take elsewhere, does not apply."""
 
 
 def _as_provider(value: object) -> Provider:
@@ -190,6 +194,7 @@ for _p in (
         description="embedded llama.cpp on the CPU (offline; 'smollm2' or a .gguf path)",
         capabilities=Capabilities(tool_calls=True, json_schema=True),
         extra="local",
+        fixed_flags=True,
     ),
     Provider(
         name="scripted",
@@ -251,7 +256,11 @@ def _create_adapter(name: ModelName, settings: ModelSettings) -> ProviderAdapter
         base_url=name.base_url or provider.base_url,
         api_key=key,
         capabilities=resolve_capabilities(
-            provider.name, name.model, provider.capabilities, settings.capabilities
+            provider.name,
+            name.model,
+            provider.capabilities,
+            settings.capabilities,
+            families=not provider.fixed_flags,
         ),
         settings=settings,
         key_hint=hint,

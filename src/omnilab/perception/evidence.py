@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from omnilab.media.probe import MediaInfo
 from omnilab.media.sheet import format_timestamp
 from omnilab.perception.types import AudioEvent, Shot, Transcript
+from omnilab.plural import plural
 
 __all__ = ["Evidence", "FileEvidence", "ScreenText"]
 
@@ -79,10 +80,6 @@ class Evidence(_Frozen):
         return saved
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _t(seconds: float) -> str:
     return format_timestamp(seconds)
 
@@ -95,7 +92,7 @@ def _file_markdown(f: FileEvidence) -> str:
     out = [f"## {f.path.name}", f.info.summary()]
     if f.transcript is not None:
         tr = f.transcript
-        head = f"### Transcript ({tr.backend}, {_count(len(tr.segments), 'segment')})"
+        head = f"### Transcript ({tr.backend}, {plural(len(tr.segments), 'segment')})"
         lines = [
             f"[{_span(s.start, s.end)}]{f' {s.speaker}:' if s.speaker else ''} {s.text}"
             for s in tr.segments

@@ -37,6 +37,7 @@ from omnilab.media.image import crop, load_image
 from omnilab.media.probe import MediaInfo
 from omnilab.media.video import frames
 from omnilab.models.capabilities import Capabilities
+from omnilab.plural import plural
 from omnilab.tools import evidence
 from omnilab.tools._read_options import ReadOptions
 from omnilab.tools._specs import omnigaia_function
@@ -90,11 +91,7 @@ def segment(
         raise
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _frame_count(length: float, fps: float, cap: int) -> int:
+def _frameplural(length: float, fps: float, cap: int) -> int:
     return max(1, min(cap, math.floor(length * fps + 1e-9) + 1))
 
 
@@ -146,11 +143,11 @@ class _Reader:
     ) -> list[Content]:
         settings, opts = get_settings().perception_tools, self.options
         fps = opts.video_fps or settings.video_fps
-        n = _frame_count(e - s, fps, opts.video_max_frames or settings.video_max_frames)
+        n = _frameplural(e - s, fps, opts.video_max_frames or settings.video_max_frames)
         edge = opts.video_max_edge or self.caps.max_image_edge or settings.frame_max_edge
         shots = frames(f.path, s, e, num=n, max_edge=edge)
         parts: list[Content] = [
-            Text(text=f"{where}: {_count(len(shots), 'frame')}, each preceded by its time")
+            Text(text=f"{where}: {plural(len(shots), 'frame')}, each preceded by its time")
         ]
         for shot in shots:
             params: dict[str, object] = {"t": shot.requested, "edge": edge}
@@ -163,7 +160,7 @@ class _Reader:
     def _frames_text(self, f: InputFile, s: float, e: float) -> str:
         settings = get_settings().perception_tools
         fps = settings.video_fps
-        n = _frame_count(e - s, fps, min(settings.video_max_frames, settings.ocr_max_frames))
+        n = _frameplural(e - s, fps, min(settings.video_max_frames, settings.ocr_max_frames))
         shots = frames(f.path, s, e, num=n)
         return evidence.frames_text([(shot.timestamp, shot.image) for shot in shots])
 

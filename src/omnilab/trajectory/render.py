@@ -7,6 +7,7 @@ from typing import Any, assert_never
 
 from omnilab.content import Content, Text
 from omnilab.models.events import ModelCallEvent
+from omnilab.plural import plural
 from omnilab.terminal import inert
 from omnilab.trajectory.contexts import main_context_id
 from omnilab.trajectory.events import (
@@ -113,7 +114,7 @@ def _edit(event: ContextEdit, width: int) -> str:
 def _end(event: RunEnd, width: int) -> str:
     usage = event.usage
     return _one_line(
-        f"end: {event.status}, {event.turns} turns, {usage.total_tokens} tokens "
+        f"end: {event.status}, {plural(event.turns, 'turn')}, {usage.total_tokens} tokens "
         f"({usage.prompt_tokens} in, {usage.completion_tokens} out), {event.wall_s:.1f}s",
         width,
     )

@@ -46,12 +46,13 @@ class MasterAgent:
     async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
         """Answer ``task``; every stage is written to ``ctx.trajectory`` as it happens.
 
-        Raises :class:`AgentConfigError` before anything is written when a role's model cannot
-        take its modality; model failures end the run with status ``error``.
+        Raises :class:`AgentConfigError` before anything is written when a role given
+        explicitly has a model that cannot take its modality (a role left to the agent's model
+        gets text evidence instead); model failures end the run with status ``error``.
         """
         agents = modality_agents(InputSet(task.inputs))
         models = pool_models(ctx.model, ctx.roles)
-        check_pool(models, {r for r in ctx.roles if r in ROLES}, agents)
+        evidence = check_pool(models, {r for r in ctx.roles if r in ROLES}, agents)
         run = AgentRun(task, dataclasses.replace(ctx, roles=models), agent=self.name)
         config = {
             "max_rounds": self.options.max_rounds,
@@ -63,6 +64,7 @@ class MasterAgent:
                 for role, config in self.options.role_generate.items()
             },
             "agents": {a.name: [i.id for i in a.inputs] for a in agents},
+            "evidence": evidence,
             "budgets": ctx.budgets.model_dump(),
         }
         loop = MasterLoop(run, self.options, agents)

@@ -3,8 +3,9 @@
 Roles ``text``, ``image``, ``video``, ``audio`` and ``master`` each name a model
 (``--role image=...``, ``agents.roles`` in ``omnilab.toml``, ``roles=`` in Python); a role left
 unset falls back to the agent's model. A role whose model cannot take its modality is refused
-before the run (:func:`check_pool`): one given explicitly always, a fallback only when the task
-has inputs of that kind.
+before the run (:func:`check_pool`) when it is given explicitly; a role left to the agent's model
+that cannot take its media (a text-only model) gets each input as its text evidence digest
+instead (:mod:`omnilab.agents.master.views`), so the pool runs on one text model too.
 
 Each modality agent gets every input of its kind (Agent-Omni's release used only the first), and
 the audio agent also gets each video's sound track as an input of its own (the release dropped it).
@@ -108,20 +109,25 @@ def modality_agents(inputs: InputSet) -> list[ModalityAgent]:
 
 def check_pool(
     models: Mapping[str, Model], explicit: set[str], agents: list[ModalityAgent]
-) -> None:
-    """Refuse (:class:`AgentConfigError`, one line) a role whose model cannot take its modality:
-    an ``explicit`` role always, a fallback role when one of ``agents`` needs it."""
-    needed = {a.modality for a in agents if a.inputs}
+) -> list[str]:
+    """Refuse (:class:`AgentConfigError`, one line) an ``explicit`` role whose model cannot
+    take its modality; return the modalities of ``agents`` whose fallback model cannot, which
+    get text evidence digests instead."""
     for modality in MODALITIES:
-        if modality not in explicit and modality not in needed:
-            continue
         model = models[modality]
-        if _takes(model.capabilities, modality):
+        if modality not in explicit or _takes(model.capabilities, modality):
             continue
-        how = "given" if modality in explicit else "the agent's model, as no role was given"
         kinds = " or ".join(_NEEDS[modality])
         raise AgentConfigError(
-            f"role {modality} needs a model that takes {kinds}, but {model.name} ({how}) does "
-            f"not (flags: {model.capabilities.describe()}); pass --role {modality}=MODEL with "
-            f"{_NEEDS[modality][0]} input, or set its flags in models.capabilities"
+            f"role {modality} needs a model that takes {kinds}, but {model.name} does not "
+            f"(flags: {model.capabilities.describe()}); pass --role {modality}=MODEL with "
+            f"{_NEEDS[modality][0]} input, set its flags in models.capabilities, or leave the "
+            "role out to hand that agent text evidence digests"
         )
+    return [
+        a.modality
+        for a in agents
+        if a.inputs
+        and a.modality not in explicit
+        and not _takes(models[a.modality].capabilities, a.modality)
+    ]

@@ -13,6 +13,7 @@ from omnilab.agents.ota.options import OtaOptions
 from omnilab.agents.ota.protocol import OtaError
 from omnilab.agents.question import question_text
 from omnilab.agents.templates import load_template, render
+from omnilab.plural import plural
 
 __all__ = ["error_text", "first_message", "notice", "system_prompt", "warning_text"]
 
@@ -48,7 +49,7 @@ def notice(step: int, total: int, options: OtaOptions) -> str:
         return release.notice(step, total)
     if step >= total:
         return render("ota_final_notice", step=total, total=total)
-    return render("ota_notice", step=step, total=total, remaining=total - step)
+    return render("ota_notice", step=step, total=total, remaining=plural(total - step, "step"))
 
 
 def first_message(

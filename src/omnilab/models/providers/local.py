@@ -188,9 +188,12 @@ class LocalAdapter:
     def __init__(self, spec: AdapterSpec, path: Path) -> None:
         self.path = path
         self.endpoint = str(path)
-        self.capabilities: Capabilities = spec.capabilities
-        self.secrets: tuple[str, ...] = ()
         self._n_ctx = spec.settings.local_n_ctx
+        # The window is the one llama.cpp is loaded with, whatever a setting declares.
+        self.capabilities: Capabilities = spec.capabilities.model_copy(
+            update={"context_tokens": self._n_ctx}
+        )
+        self.secrets: tuple[str, ...] = ()
         self._threads = spec.settings.local_threads
         self.parallel_calls = 1
         """Calls run one at a time (one model in memory), whatever the concurrency limit."""
