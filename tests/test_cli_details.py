@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from omnilab.agents.ota.options import OtaOptions
 from omnilab.agents.ota.prompts import notice
 from omnilab.bench.offline_suite import ADAPTER
 from omnilab.cli._pairs import parse_pairs
@@ -27,7 +28,7 @@ def test_plural() -> None:
     assert (
         plural(1, "query", "queries") == "1 query" and plural(3, "query", "queries") == "3 queries"
     )
-    assert notice(2, 3) == "[NOTICE] Step 2/3. 1 step remaining."
+    assert notice(2, 3, OtaOptions()) == "[NOTICE] Step 2/3. 1 step remaining."
     shown = runner.invoke(app, ["protocols"], terminal_width=300)
     assert shown.exit_code == 0 and "1 settings" not in shown.output
 

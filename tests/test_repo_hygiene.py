@@ -20,12 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 MACHINE_PATH = re.compile(
     "(?<![\\w.~])/(" + "|".join(["root", "home", "work", "tmp", "Users"]) + ")/"
 )
-ALLOWED = {
+ALLOWED: dict[str, tuple[str, ...]] = {
     # Secrets a sandboxed program must not read: attack targets, not paths of this machine.
-    "tests/agents/test_code_tool.py": "/" + "root/.ssh/",
-    "tests/sandbox/test_attacks.py": "/" + "root/.ssh/",
+    "tests/agents/test_code_tool.py": ("/" + "root/.ssh/",),
+    "tests/sandbox/test_attacks.py": ("/" + "root/.ssh/",),
     # pytest's own folder, named to explain why the sandbox cannot reach it.
-    "tests/sandbox/conftest.py": "/" + "tmp/pytest-of-root",
+    "tests/sandbox/conftest.py": ("/" + "tmp/pytest-of-root",),
+    # Commands model-written code runs: the sandbox's private /tmp, and a path outside it.
+    "tests/bench/test_code_x_rules.py": ("/" + "tmp/", "/" + "root/x"),
+    "tests/agents/test_coder_reward_cases.py": ("/" + "tmp/omnilab-i36-frame.png",),
 }
 _SKIPPED_DIRS = {".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
@@ -66,7 +69,7 @@ def test_no_tracked_file_holds_a_machine_specific_path() -> None:
         name = path.relative_to(ROOT).as_posix()
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             hit = MACHINE_PATH.search(line)
-            if hit and not (name in ALLOWED and ALLOWED[name] in line):
+            if hit and not any(allowed in line for allowed in ALLOWED.get(name, ())):
                 found.append(f"{name}:{number}: {line.strip()[:120]}")
     assert not found, "machine-specific paths:\n" + "\n".join(found)
 

@@ -120,7 +120,7 @@ _PSEUDO = re.compile(
 )
 # A number after a slash is arithmetic (``$((10 /2))``, ``a /2`` in a script), not a path.
 _NUMBER = re.compile(r"^/[\d.]+$")
-# A quoted absolute path inside code (``open('/etc/passwd')``, ``"/root/x"``).
+# A quoted absolute path inside code (``open('/etc/passwd')``, ``"/srv/x"``).
 _LITERAL = re.compile(r"""(['"])(/[^'"\s]*)\1""")
 # A heredoc: the command line that feeds it, its delimiter, and (after the line) its body.
 _HEREDOC = re.compile(r"^(?P<line>.*?)<<-?\s*(?P<q>['\"]?)(?P<tag>[A-Za-z_]\w*)(?P=q)(?P<rest>.*)$")
