@@ -4,6 +4,7 @@ judge verdicts, and per-call timings and tokens."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 from pathlib import Path
@@ -89,3 +90,17 @@ def test_media_not_found_is_a_placeholder_and_saved_copies_are_found(tmp_path: P
     assert missing.src is None and missing.note == "not saved with the run"
     assert bad.src is None and bad.note == "unreadable image"
     assert inline.thumb is not None and (tmp_path / "out" / inline.thumb).is_file()
+
+
+def test_a_truncated_image_gets_a_stand_in_instead_of_failing_the_report(tmp_path: Path) -> None:
+    whole = io.BytesIO()
+    PILImage.new("RGB", (640, 480), (10, 200, 30)).save(whole, format="PNG", compress_level=0)
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])  # header intact, pixels cut
+    copier = MediaCopier(tmp_path / "out")
+    ref = copier.ref(Image(path=cut))
+    copier.close()  # raised OSError ("image file is truncated") before
+    assert ref.src is not None and ref.thumb is not None
+    for name in (ref.src, ref.thumb):
+        with PILImage.open(tmp_path / "out" / name) as shown:
+            assert shown.getpixel((0, 0)) == (200, 200, 200)

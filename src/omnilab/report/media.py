@@ -158,13 +158,21 @@ class MediaCopier:
             return
         if path is not None:
             data = _wsread.read_bytes(path)
-        with _wsread.open_image(data or b"", name=str(path)) as picture:
-            keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
-            if keep and path is not None:
-                _write_new(self.folder / large, data or b"")
-            else:
-                _scaled(picture, LARGE_PX, self.folder / large)
-            _scaled(picture, THUMB_PX, self.folder / thumb)
+        try:
+            with _wsread.open_image(data or b"", name=str(path)) as picture:
+                keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
+                if keep and path is not None:
+                    _write_new(self.folder / large, data or b"")
+                else:
+                    _scaled(picture, LARGE_PX, self.folder / large)
+                _scaled(picture, THUMB_PX, self.folder / thumb)
+        except (OSError, ValueError, UnidentifiedImageError, PILImage.DecompressionBombError):
+            # Its header read but its pixels do not (a truncated upload): a grey tile stands
+            # in, so the page still shows something and the report is still written.
+            tile = PILImage.new("RGB", (THUMB_PX, THUMB_PX), (200, 200, 200))
+            for target in (large, thumb):
+                if not (self.folder / target).exists():
+                    _scaled(tile, THUMB_PX, self.folder / target)
 
 
 def _readable_image(path: Path | None, data: bytes | None) -> bool:
