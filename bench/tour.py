@@ -36,6 +36,7 @@ TOUR: list[tuple[str, str]] = [
     ("frames", "omnilab media frames talk.mp4 --start 10 --end 20 --num 5 --out frames/"),
     ("audio", "omnilab media audio talk.mp4 --start 10 --end 20 --out seg.wav"),
     ("sheet", "omnilab media sheet talk.mp4 --num 16 --out sheet.jpg"),
+    ("cache", "omnilab cache show"),
     ("digest", "omnilab digest talk.mp4"),
     ("models", "omnilab models"),
     ("chat", 'omnilab chat --model local:smollm2 "Say hello"'),

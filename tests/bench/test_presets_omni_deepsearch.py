@@ -61,7 +61,8 @@ def _eval(tmp: Path, world: tuple[Path, Path], *extra: str) -> list[dict[str, An
                 "--no-cache", "--no-progress", *extra,
             ],
         )  # fmt: skip
-        assert done.exit_code == 0, (done.output, done.exception)
+        # 3: ran, no task answered (the preset ends a run whose budget is spent without one)
+        assert done.exit_code in (0, 3), (done.output, done.exception)
         return [fake.body(i) for i in range(len(fake.chat_requests))]
 
 
