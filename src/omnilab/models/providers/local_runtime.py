@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import importlib.util
 import json
+import os
 import platform
 import signal
 import subprocess
@@ -72,8 +73,12 @@ def reinstall_command() -> str:
 
 
 def runtime_library() -> Path | None:
-    """The folder of llama-cpp-python's native libraries, found without loading them."""
+    """The folder of llama-cpp-python's native libraries, found without loading them (the
+    folder ``LLAMA_CPP_LIB_PATH`` names, when set: llama-cpp-python loads those instead)."""
     spec = importlib.util.find_spec("llama_cpp")
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if spec is not None and override and Path(override).is_dir():
+        return Path(override)
     if spec is None or not spec.submodule_search_locations:
         return None
     for folder in spec.submodule_search_locations:
