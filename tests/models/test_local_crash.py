@@ -58,7 +58,7 @@ def test_sigill_is_one_line_with_the_reinstall_command(monkeypatch: pytest.Monke
     began = time.monotonic()
     with pytest.raises(ModelError, match="SIGILL"):
         model.generate_sync("Say hello", config=GenerateConfig(max_tokens=2))
-    assert time.monotonic() - began < 0.5
+    assert time.monotonic() - began < 2
     assert all(w._proc is None for w in local_runtime._WORKERS.values())
 
 

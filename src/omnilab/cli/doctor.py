@@ -92,7 +92,7 @@ def print_embedded_model(console: Console, report: dict[str, Any]) -> None:
     """The embedded model's line (and the fix when it is broken)."""
     status = report["status"]
     style = {"ok": "green", "broken": "red"}.get(status, "yellow")
-    took = f" in {report['seconds']} s" if "seconds" in report else ""
+    took = f" in {report['seconds']} s" if status == "ok" else ""
     console.print(
         f"[bold]embedded model ({escape(report['model'])}):[/] [{style}]{status}[/] "
         f"{escape(report['detail'])}{took}",
