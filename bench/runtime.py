@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/runtime.py [--native-lib DIR] [--tokens 128] [--repeats 5]
+    python bench/runtime.py [--native-lib DIR] [--tokens 128] [--repeats 5] [--rounds 3]
 
 Each runtime is measured in a process of its own through omnilab's ``local`` adapter (so the
 worker process, the chat template and the sampler settings are what users get): one warm-up
@@ -73,27 +73,37 @@ def main() -> None:
     parser.add_argument("--native-lib", default=None, help="folder of other llama.cpp libraries")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="alternate the runtimes this many times (noisy CPUs)"
+    )
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.tokens, args.repeats)))
         return
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}")
-    rows = [run("installed", None, args.tokens, args.repeats)]
-    if args.native_lib:
-        rows.append(run("native-lib", args.native_lib, args.tokens, args.repeats))
-    for row in rows:
-        if "error" in row:
-            print(f"{row['label']:<11} {row['error']}")
-            continue
-        print(
-            f"{row['label']:<11} {row['tokens_per_s']:7.1f} tok/s (min {row['min']:.1f}, "
-            f"max {row['max']:.1f}; {row['tokens']:.0f} tokens per call; first call "
-            f"{row['first_call_s']:.1f} s)"
-        )
-    if len(rows) == 2 and all("tokens_per_s" in r for r in rows):
-        ratio = float(rows[0]["tokens_per_s"]) / float(rows[1]["tokens_per_s"])  # type: ignore[arg-type]
-        print(f"installed / native-lib: {ratio:.2f}")
+    runtimes = [("installed", None)] + (
+        [("native-lib", args.native_lib)] if args.native_lib else []
+    )
+    medians: dict[str, list[float]] = {label: [] for label, _ in runtimes}
+    for n in range(args.rounds):
+        for label, lib in runtimes:
+            row = run(label, lib, args.tokens, args.repeats)
+            if "error" in row:
+                print(f"round {n + 1} {label:<11} {row['error']}", flush=True)
+                continue
+            medians[label].append(float(row["tokens_per_s"]))  # type: ignore[arg-type]
+            print(
+                f"round {n + 1} {label:<11} {row['tokens_per_s']:7.1f} tok/s (min {row['min']:.1f}, "
+                f"max {row['max']:.1f}; {row['tokens']:.0f} tokens per call; first call "
+                f"{row['first_call_s']:.1f} s; load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+    got = {label: statistics.median(v) for label, v in medians.items() if v}
+    for label, value in got.items():
+        print(f"{label:<11} median over rounds {value:7.1f} tok/s")
+    if len(got) == 2:
+        print(f"installed / native-lib: {got['installed'] / got['native-lib']:.2f}")
 
 
 if __name__ == "__main__":
