@@ -87,24 +87,6 @@ def test_other_crashes_name_the_cause_and_the_next_call_runs(
 
 
 @pytest.mark.slow
-def test_a_timeout_stops_the_generation_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OMNILAB_MODELS__MAX_ATTEMPTS", "1")
-    model = get_model("local:smollm2")
-    model.generate_sync("hi", config=GenerateConfig(max_tokens=1))  # loaded and warm
-    (worker,) = local_runtime._WORKERS.values()
-    first = worker._proc
-    assert first is not None
-    config = GenerateConfig(max_tokens=4000, timeout_s=0.3, temperature=1.0)
-    with pytest.raises(ModelError) as err:
-        model.generate_sync("Write a very long story about a cat.", config=config)
-    assert err.value.kind is ErrorKind.TIMEOUT
-    # The process that was generating is ended, not left running for minutes.
-    assert first.wait(timeout=5) is not None
-    out = model.generate_sync("hi", config=GenerateConfig(max_tokens=2))
-    assert out.usage.completion_tokens > 0 and worker._proc is not first
-
-
-@pytest.mark.slow
 def test_an_eval_records_the_crash_in_each_trajectory_and_goes_on(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -34,7 +34,7 @@ from omnilab.models.adapter import AdapterSpec
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.providers.local_files import resolve_gguf
-from omnilab.models.providers.local_runtime import RuntimeCrashError, Ticket, worker_for
+from omnilab.models.providers.local_runtime import RuntimeCrashError, worker_for
 from omnilab.models.providers.openai_wire import wire_logprobs
 from omnilab.models.types import (
     GenerateConfig,
@@ -221,16 +221,12 @@ class LocalAdapter:
         schema = output_schema(offered, choice, fmt)
         worker = worker_for(self.path, self._n_ctx, self._threads)
         request = self._request(chat, schema, config)
-        ticket = Ticket()
         try:
-            reply = await asyncio.to_thread(worker.call, request, ticket)
+            # A call abandoned by a timeout finishes in the worker: the retry waits for it and
+            # finds the prompt's prefix in llama.cpp's cache, so a slow CPU still gets there.
+            reply = await asyncio.to_thread(worker.call, request)
         except RuntimeCrashError as crash:
             raise ProviderError(ErrorKind.CRASH, crash.detail, advice=crash.advice) from None
-        except asyncio.CancelledError:
-            # A timeout or Ctrl-C: the generation in flight cannot be interrupted, so its
-            # process is ended; the next call starts a fresh one.
-            worker.cancel(ticket)
-            raise
         if reply.get("error") == "grammar":
             what = "a tool schema" if offered else "the response format's schema"
             raise ProviderError(

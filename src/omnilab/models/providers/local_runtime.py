@@ -31,7 +31,6 @@ __all__ = [
     "LocalWorker",
     "RuntimeCrashError",
     "RuntimeProbe",
-    "Ticket",
     "portable_cmake_args",
     "preflight",
     "probe",
@@ -151,13 +150,6 @@ def _last_line(stream: IO[bytes]) -> str:
     return last if len(last) <= 160 else last[:159] + "…"
 
 
-class Ticket:
-    """One call's handle, for :meth:`LocalWorker.cancel`."""
-
-    def __init__(self) -> None:
-        self.cancelled = False
-
-
 class LocalWorker:
     """One worker process: started on the first call, started again after it died."""
 
@@ -165,22 +157,17 @@ class LocalWorker:
         self._proc: subprocess.Popen[str] | None = None
         self._stderr: IO[bytes] | None = None
         self._lock = threading.Lock()
-        self._current: Ticket | None = None
 
-    def call(self, request: dict[str, Any], ticket: Ticket | None = None) -> dict[str, Any]:
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request and wait for its reply (blocking; one call at a time).
 
-        Raises :class:`RuntimeCrashError` when the process dies before answering. ``ticket``
-        lets :meth:`cancel` end this call (and only this one) from another thread.
+        Raises :class:`RuntimeCrashError` when the process dies before answering.
         """
         identity = _library_identity()
         if identity in _ILLEGAL:
             raise RuntimeCrashError(-signal.SIGILL)
         with self._lock:
-            if ticket is not None and ticket.cancelled:
-                raise RuntimeCrashError(-signal.SIGKILL)  # abandoned before it started
             proc = self._start()
-            self._current = ticket
             assert proc.stdin is not None and proc.stdout is not None
             try:
                 proc.stdin.write(json.dumps(request) + "\n")
@@ -188,8 +175,6 @@ class LocalWorker:
                 line = proc.stdout.readline()
             except (OSError, ValueError):  # the pipe closed under us: the process is gone
                 line = ""
-            finally:
-                self._current = None
             if line:
                 reply: dict[str, Any] = json.loads(line)
                 return reply
@@ -199,14 +184,6 @@ class LocalWorker:
         if code == -signal.SIGILL:
             _ILLEGAL[identity] = last
         raise RuntimeCrashError(code, last)
-
-    def cancel(self, ticket: Ticket) -> None:
-        """Abandon the call holding ``ticket``: if it is generating, its process is ended (a
-        generation cannot be interrupted otherwise); if it has not started, it never will."""
-        ticket.cancelled = True
-        proc = self._proc
-        if self._current is ticket and proc is not None and proc.poll() is None:
-            proc.kill()
 
     def _start(self) -> subprocess.Popen[str]:
         if self._proc is not None and self._proc.poll() is None:
