@@ -2,13 +2,13 @@
 
 Usage::
 
-    python bench/install.py [--which demo|tests] [--cache empty|keep] [--run]
+    python bench/install.py [--which demo|tests] [--cache empty|keep|DIR] [--run]
 
 Copies the tracked files into a temporary folder (as ``.ci/run`` does), then runs the install
 part of the README's first (``demo``) or second (``tests``) command there: a new virtualenv, the
 portable ``CMAKE_ARGS``, ``pip install``. ``--cache empty`` points the command's pip cache folder
 at a new empty one (a fresh machine); ``keep`` uses the README's own (``~/.cache/omnilab/pip``,
-a second install). ``--run`` then runs the rest of the command (the demo, or the tests) and
+a second install); a folder uses that one (e.g. a copy of an earlier run's). ``--run`` then runs the rest of the command (the demo, or the tests) and
 times it too. Prints the seconds of each part.
 
 Figures in README.md and docs/models.md ("A portable runtime").
@@ -55,7 +55,7 @@ def copy_repo(target: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--which", choices=["demo", "tests"], default="demo")
-    parser.add_argument("--cache", choices=["empty", "keep"], default="empty")
+    parser.add_argument("--cache", default="empty", help="empty, keep, or a pip cache folder")
     parser.add_argument("--run", action="store_true", help="run the demo or the tests after")
     args = parser.parse_args()
     install, rest = readme_command(args.which)
@@ -64,6 +64,8 @@ def main() -> None:
         copy_repo(repo)
         if args.cache == "empty":
             install = install.replace(CACHE, str(Path(tmp) / "pip-cache"))
+        elif args.cache != "keep":
+            install = install.replace(CACHE, str(Path(args.cache).resolve()))
         print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; in {repo}")
         print(f"$ {install}", flush=True)
         began = time.perf_counter()
