@@ -199,8 +199,8 @@ class LocalWorker:
             stderr=self._stderr,
             text=True,
             encoding="utf-8",
-            # Ctrl-C is the harness's to handle (it stops the worker); the worker also ends by
-            # itself when its input closes, which happens when this process dies.
+            # Ctrl-C is the harness's to handle (workers are closed at exit); a worker also ends
+            # by itself when its input closes, which happens when this process dies.
             start_new_session=True,
         )
         return self._proc
