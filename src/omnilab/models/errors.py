@@ -39,6 +39,8 @@ class ErrorKind(StrEnum):
     EXHAUSTED = "exhausted"
     CONTEXT_LENGTH = "context_length"
     """The prompt (plus the tokens asked for) does not fit the model's context window."""
+    CRASH = "crash"
+    """The embedded runtime's process died (SIGILL, SIGSEGV, killed for memory)."""
 
     @property
     def retryable(self) -> bool:
@@ -69,6 +71,7 @@ _ADVICE = {
     ErrorKind.CONTEXT_LENGTH: (
         "shorten the conversation, ask for fewer tokens, or serve the model with a longer context"
     ),
+    ErrorKind.CRASH: "reinstall the embedded runtime (see `omnilab doctor`)",
 }
 
 

@@ -11,27 +11,30 @@ context (``logits_all``: n_ctx x vocabulary floats, about 200 MB more for SmolLM
 model is loaded a second time that way only when a call asks for them; they are the model's own
 distribution, before a tool or response-format grammar masks it, and alternatives that decode
 to the same text are reported once. Needs the ``[local]`` extra.
+
+llama.cpp never runs in this process: calls go to a worker process
+(:mod:`~omnilab.models.providers.local_runtime`), so a runtime built for another CPU, a native
+crash or an out-of-memory kill fails the call with one line (kind ``crash``) naming the cause and
+the fix, and the next call starts a fresh worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import importlib.util
 import json
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
-
-from llama_cpp import Llama
-from llama_cpp.llama_grammar import LlamaGrammar
+from typing import Any
 
 from omnilab.content import Text
 from omnilab.models.adapter import AdapterSpec
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.providers.local_files import resolve_gguf
+from omnilab.models.providers.local_runtime import RuntimeCrashError, worker_for
 from omnilab.models.providers.openai_wire import wire_logprobs
 from omnilab.models.types import (
     GenerateConfig,
@@ -47,36 +50,20 @@ from omnilab.models.types import (
 
 __all__ = ["LocalAdapter", "create", "output_schema", "tool_call_schema"]
 
+# The registry reports a missing extra from the ModuleNotFoundError of this import; llama.cpp
+# itself is loaded only in the worker process.
+if importlib.util.find_spec("llama_cpp") is None:
+    raise ModuleNotFoundError("No module named 'llama_cpp'", name="llama_cpp")
+
 _DEFAULT_SYSTEM = "You are a helpful assistant."
 _DEFAULT_MAX_TOKENS = 512
 _DEFAULT_TEMPERATURE = 0.2
 # Tiny models loop on repeated tokens without a mild penalty.
 _REPEAT_PENALTY = 1.1
 
-# Loaded models, shared by adapters in this process: loading takes seconds and memory.
-_LOADED: dict[tuple[Path, int, int | None, bool], tuple[Llama, threading.Lock]] = {}
-_LOADING = threading.Lock()
-
 # llama.cpp's words for a prompt longer than the context: "Requested tokens (N) exceed context
 # window of M".
 _OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
-
-
-def _load(
-    path: Path, n_ctx: int, threads: int | None, logits_all: bool = False
-) -> tuple[Llama, threading.Lock]:
-    key = (path, n_ctx, threads, logits_all)
-    with _LOADING:
-        if key not in _LOADED:
-            llm = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=threads,
-                logits_all=logits_all,
-                verbose=False,
-            )
-            _LOADED[key] = (llm, threading.Lock())
-        return _LOADED[key]
 
 
 def _closed(schema: Any) -> Any:
@@ -183,7 +170,7 @@ def _chat(
 
 
 class LocalAdapter:
-    """A GGUF model in this process; calls run one at a time in a worker thread."""
+    """A GGUF model run by a worker process; calls run one at a time."""
 
     def __init__(self, spec: AdapterSpec, path: Path) -> None:
         self.path = path
@@ -198,52 +185,60 @@ class LocalAdapter:
         self.parallel_calls = 1
         """Calls run one at a time (one model in memory), whatever the concurrency limit."""
 
-    def _run(
-        self, chat: list[dict[str, str]], grammar: LlamaGrammar | None, config: GenerateConfig
+    def _request(
+        self, chat: list[dict[str, str]], schema: dict[str, Any] | None, config: GenerateConfig
     ) -> dict[str, Any]:
-        llm, lock = _load(self.path, self._n_ctx, self._threads, config.logprobs)
-        with lock:
-            result = llm.create_chat_completion(
-                messages=chat,  # type: ignore[arg-type]
-                grammar=grammar,
-                max_tokens=config.max_tokens or _DEFAULT_MAX_TOKENS,
-                temperature=_DEFAULT_TEMPERATURE
-                if config.temperature is None
-                else config.temperature,
-                top_p=config.top_p if config.top_p is not None else 0.95,
-                stop=config.stop or [],
-                seed=config.seed,
-                repeat_penalty=_REPEAT_PENALTY,
-                logprobs=config.logprobs or None,
+        temperature = config.temperature
+        return {
+            "load": {
+                "path": str(self.path),
+                "n_ctx": self._n_ctx,
+                "threads": self._threads,
+                # Logits for every position cost memory: a second copy, only when asked.
+                "logits_all": config.logprobs,
+            },
+            "chat": chat,
+            "schema": json.dumps(schema) if schema is not None else None,
+            "params": {
+                "max_tokens": config.max_tokens or _DEFAULT_MAX_TOKENS,
+                "temperature": _DEFAULT_TEMPERATURE if temperature is None else temperature,
+                "top_p": config.top_p if config.top_p is not None else 0.95,
+                "stop": config.stop or [],
+                "seed": config.seed,
+                "repeat_penalty": _REPEAT_PENALTY,
+                "logprobs": config.logprobs or None,
                 # llama-cpp-python returns no logprobs for top_logprobs=None, even with logprobs.
-                top_logprobs=(config.top_logprobs or 0) if config.logprobs else None,
-            )
-        assert isinstance(result, dict)  # not streaming
-        return cast("dict[str, Any]", result)
+                "top_logprobs": (config.top_logprobs or 0) if config.logprobs else None,
+            },
+        }
 
     async def generate(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> ModelOutput:
-        """Generate on the CPU (in a thread, so the event loop stays responsive)."""
+        """Generate on the CPU in the worker process (waited for in a thread, so the event loop
+        stays responsive)."""
         choice = config.tool_choice
         offered = list(tools) if choice != "none" else []
         fmt = config.response_format
         chat = _chat(messages, offered, choice, fmt)
-        grammar = None
         schema = output_schema(offered, choice, fmt)
-        if schema is not None:
-            try:
-                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-            except (ValueError, KeyError, TypeError, NotImplementedError) as e:
-                what = "a tool schema" if offered else "the response format's schema"
-                raise ProviderError(
-                    ErrorKind.BAD_REQUEST, f"{what} cannot be compiled to a grammar ({e})"
-                ) from None
+        worker = worker_for(self.path, self._n_ctx, self._threads)
+        request = self._request(chat, schema, config)
         try:
-            result = await asyncio.to_thread(self._run, chat, grammar, config)
-        except ValueError as e:  # llama.cpp reports a prompt longer than the context this way
-            raise self._overflow(str(e)) from None
-        return _output(result, bool(offered), structured=fmt is not None)
+            # A call abandoned by a timeout finishes in the worker: the retry waits for it and
+            # finds the prompt's prefix in llama.cpp's cache, so a slow CPU still gets there.
+            reply = await asyncio.to_thread(worker.call, request)
+        except RuntimeCrashError as crash:
+            raise ProviderError(ErrorKind.CRASH, crash.detail, advice=crash.advice) from None
+        if reply.get("error") == "grammar":
+            what = "a tool schema" if offered else "the response format's schema"
+            raise ProviderError(
+                ErrorKind.BAD_REQUEST,
+                f"{what} cannot be compiled to a grammar ({reply.get('message')})",
+            )
+        if "error" in reply:  # llama.cpp reports a prompt longer than the context this way
+            raise self._overflow(str(reply.get("message")))
+        return _output(reply["result"], bool(offered), structured=fmt is not None)
 
     def _overflow(self, message: str) -> ProviderError:
         found = _OVERFLOW.search(message)
@@ -306,8 +301,7 @@ def _logprobs(choice: dict[str, Any]) -> list[TokenLogprob] | None:
     raw = choice.get("logprobs")
     if not raw:
         return None
-    # llama-cpp-python reports numpy float32s; the wire reader takes JSON numbers.
-    return wire_logprobs({"logprobs": json.loads(json.dumps(raw, default=float))})
+    return wire_logprobs({"logprobs": raw})
 
 
 def create(spec: AdapterSpec) -> LocalAdapter:

@@ -54,6 +54,11 @@ _CONTEXT_PHRASES = (
     "prompt is too long",
 )
 
+# Providers whose servers take a schema as {"type": "json_object", "schema": ...}: both llama.cpp
+# servers (the C++ llama-server and llama-cpp-python's) read that form, and llama-cpp-python's
+# refuses the "json_schema" type with a 422.
+_SCHEMA_IN_JSON_OBJECT = frozenset({"llamacpp-server"})
+
 
 class OpenAIAdapter:
     """One model on one OpenAI-compatible endpoint."""
@@ -64,6 +69,7 @@ class OpenAIAdapter:
                 spec.name, "no base URL", advice="add @http://host:port/v1 to the model name"
             )
         self.name = spec.name
+        self.provider = spec.provider
         self.model_id = spec.model
         self.base_url = spec.base_url
         self.endpoint = spec.base_url
@@ -100,7 +106,11 @@ class OpenAIAdapter:
             body["messages"] = [{"role": "system", "content": tool_prompt(tools)}, *wire]
         fmt = config.response_format
         if fmt is not None and self.capabilities.json_schema:
-            body["response_format"] = wire_response_format(fmt)
+            body["response_format"] = (
+                {"type": "json_object", "schema": fmt.json_schema}
+                if self.provider in _SCHEMA_IN_JSON_OBJECT
+                else wire_response_format(fmt)
+            )
         elif fmt is not None:
             prompt = {"role": "system", "content": response_format_prompt(fmt)}
             body["messages"] = [prompt, *body["messages"]]
@@ -132,10 +142,15 @@ class OpenAIAdapter:
         try:
             response = await self._http.post(body, timeout_s=timeout)
         except HTTPStatusError as e:
-            raise self._status_error(e, messages) from None
+            # The request's top-level fields (a streamed body's are those of the same request
+            # without its messages: media never add one).
+            fields = set(body if isinstance(body, dict) else self._body([], tools, config))
+            raise self._status_error(e, messages, fields) from None
         return self._parse(response)
 
-    def _status_error(self, error: HTTPStatusError, messages: Sequence[Message]) -> ProviderError:
+    def _status_error(
+        self, error: HTTPStatusError, messages: Sequence[Message], fields: set[str]
+    ) -> ProviderError:
         kind = kind_for_status(error.status)
         detail = error.detail()
         advice = None
@@ -148,6 +163,13 @@ class OpenAIAdapter:
         elif kind is ErrorKind.BAD_REQUEST and has_media(messages):
             kind = ErrorKind.UNSUPPORTED_MEDIA
             detail = f"server rejected a request with media ({detail})"
+        elif (refused := _refused_feature(kind, detail, fields)) is not None:
+            # Not retried: the same request fails the same way (llama-cpp-python's server
+            # answers a field it cannot validate with a 500 and a traceback; keep the reason).
+            kind = ErrorKind.BAD_REQUEST
+            reason = detail.split('  File "')[0].strip()
+            detail = f"the server does not take {refused} as sent ({reason})"
+            advice = _FEATURE_ADVICE[refused].format(name=self.name, provider=self.provider)
         return ProviderError(
             kind,
             detail,
@@ -183,6 +205,28 @@ class OpenAIAdapter:
             model=_str_or_none(response.get("model")),
             logprobs=wire_logprobs(first),
         )
+
+
+# A 4xx that names a field of the request we sent: the server lacks that feature.
+_FEATURE_ADVICE = {
+    "response_format": (
+        "if it is a llama.cpp server, name the model llamacpp-server:...; otherwise turn the "
+        'flag off in omnilab.toml: [models.capabilities] "{provider}:*" = {{ json_schema = false }}'
+    ),
+    "tools": (
+        'turn native tool calls off in omnilab.toml: [models.capabilities] "{provider}:*" = '
+        "{{ tool_calls = false }}"
+    ),
+    "logprobs": "ask this model for no logprobs (drop logprobs/top_logprobs), or serve it with them",
+    "top_logprobs": "ask for no top_logprobs, or serve the model with them",
+}
+
+
+def _refused_feature(kind: ErrorKind, detail: str, fields: set[str]) -> str | None:
+    lowered = detail.lower()
+    if kind is not ErrorKind.BAD_REQUEST and "validation error" not in lowered:
+        return None
+    return next((f for f in _FEATURE_ADVICE if f in fields and f in lowered), None)
 
 
 def _str_or_none(value: object) -> str | None:

@@ -1,0 +1,90 @@
+"""The child process that runs llama.cpp for the ``local`` model (run as a script; it imports
+nothing of omnilab).
+
+llama.cpp is native code: a build for another CPU dies with SIGILL, a bad file or a bug with
+SIGSEGV, a model too big for the machine is killed by the kernel. In the harness process any of
+these would end omnilab (and an evaluation's other tasks) without a word, so llama.cpp is only
+ever loaded here, and the parent (:mod:`omnilab.models.providers.local_runtime`) turns the death
+of this process into a one-line error.
+
+Protocol: one JSON object per line on stdin, one JSON reply per line on the protocol stream
+(the original stdout; fd 1 is pointed at stderr so that native code printing to stdout cannot
+corrupt it). A request is ``{"load": {path, n_ctx, threads, logits_all}, "chat": [...],
+"schema": JSON text or null, "params": {...}}``; a reply is ``{"result": <completion>}`` or
+``{"error": "value" | "grammar", "message": "..."}``. End of input ends the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any, TextIO
+
+__all__ = ["CRASH_ENV", "main"]
+
+CRASH_ENV = "OMNILAB_TEST_LOCAL_CRASH"
+"""For tests only: a signal name (``SIGILL``, ``SIGSEGV``, ``SIGKILL``) this process sends itself
+before generating, to simulate a runtime built for another CPU, a native bug or the OOM killer."""
+
+_models: dict[tuple[str, int, int | None, bool], Any] = {}
+
+
+def _simulated_crash() -> None:
+    name = os.environ.get(CRASH_ENV)
+    if name:
+        os.kill(os.getpid(), signal.Signals[name])
+
+
+def _model(load: dict[str, Any]) -> Any:
+    from llama_cpp import Llama
+
+    key = (str(load["path"]), int(load["n_ctx"]), load.get("threads"), bool(load["logits_all"]))
+    if key not in _models:
+        _models[key] = Llama(
+            model_path=key[0], n_ctx=key[1], n_threads=key[2], logits_all=key[3], verbose=False
+        )
+    return _models[key]
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    grammar = None
+    if request.get("schema") is not None:
+        try:
+            grammar = LlamaGrammar.from_json_schema(request["schema"], verbose=False)
+        except (ValueError, KeyError, TypeError, NotImplementedError) as e:
+            return {"error": "grammar", "message": str(e)}
+    _simulated_crash()
+    try:
+        llm = _model(request["load"])
+        result = llm.create_chat_completion(
+            messages=request["chat"], grammar=grammar, **request["params"]
+        )
+    except ValueError as e:  # a prompt longer than the context, a file llama.cpp cannot load
+        return {"error": "value", "message": str(e)}
+    return {"result": result}
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    """Answer requests until the input ends."""
+    for line in requests:
+        if not line.strip():
+            continue
+        reply = _answer(json.loads(line))
+        # llama-cpp-python reports numpy float32 logprobs: JSON numbers here.
+        replies.write(json.dumps(reply, default=float) + "\n")
+        replies.flush()
+
+
+def main() -> None:
+    """Keep the protocol stream private, then serve stdin."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    serve(sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main()
