@@ -482,6 +482,10 @@ def memory_total(ctx: Ctx) -> Verdict:
             p.kill()
     """
     out, how = ctx.run(code)
+    if not out.startswith("held") and "killed" in how:
+        # A limit ended the code before it could report (the memory total's reclaim can burn
+        # the CPU budget under load): nothing was held past the limit.
+        return True, f"stopped by a limit before holding memory ({how})"
     held = int(out.split()[1]) if out.startswith("held") else -1
     total = held * 100
     return 0 <= total <= ctx.limits.memory_bytes >> 20, f"{total} MiB held at once ({how})"
@@ -910,7 +914,10 @@ def _looks(ctx: Ctx, paths: list[Path], **kw: object) -> Verdict:
     import omnilab
 
     ws = kw.get("ws") or ctx.ws()
-    on_the_way = {*Path(str(ws)).resolve().parts, *Path(omnilab.__file__).resolve().parts}
+    # Shown on purpose: the workspace, omnilab's package and the Python installation (a venv
+    # may live inside the checkout, as CI's does: its name is on the way, nothing else is).
+    shown = [Path(str(ws)), Path(omnilab.__file__), Path(sys.prefix), Path(sys.base_prefix)]
+    on_the_way = {part for path in shown for part in path.resolve().parts}
     here = Path.cwd()
     os.chdir(ctx.root)
     try:
