@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from omnilab import _wsread
+from omnilab import _wsread, _wswalk
 
 
 def _time(fn: Callable[[], object], n: int) -> float:
@@ -71,7 +71,7 @@ def main() -> None:
             "_wsread.read_bytes, not a workspace": lambda: _wsread.read_bytes(plain),
             "_wsread.read_bytes, in a workspace": lambda: _wsread.read_bytes(marked),
             "os.walk + lstat, 1,000 files": lambda: _old_snapshot(plain_root),
-            "_wsread.walk, 1,000 files": lambda: list(_wsread.walk(marked_root)),
+            "_wswalk.walk, 1,000 files": lambda: list(_wswalk.walk(marked_root)),
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.rounds):

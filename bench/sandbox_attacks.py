@@ -793,7 +793,7 @@ _DEEP = 1500
 
 @attack("1,500-level tree in the workspace", ALL)
 def deep_tree(ctx: Ctx) -> Verdict:
-    from omnilab import _wsread
+    from omnilab import _wswalk
     from omnilab.sandbox._safefs import open_folder, remove_children
     from omnilab.sandbox._wsfs import _private
 
@@ -812,7 +812,7 @@ def deep_tree(ctx: Ctx) -> Verdict:
         with ctx.session(ws) as py:
             made = py.run(textwrap.dedent(code)).stdout.strip()
         mounted = os.path.ismount(_private(str(ws)))
-        names = {n for folder in _wsread.walk(ws) for n, _ in folder.entries}
+        names = {n for folder in _wswalk.walk(ws) for n, _ in folder.entries}
         kept = {"leaf.txt", "f0", f"f{_DEEP - 100}"} <= names
         again = run(["true"], workspace=ws, isolation=ctx.level)
         trouble = [w for w in again.warnings if "fail" in w]

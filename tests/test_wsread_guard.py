@@ -72,7 +72,7 @@ def offences(source: str, module: str) -> list[str]:
         if name not in READS:
             continue
         text = ast.unparse(node)
-        if text.startswith("_wsread.") or (module, text) in ALLOWED:
+        if text.startswith(("_wsread.", "_wswalk.")) or (module, text) in ALLOWED:
             continue
         if node.args and ast.unparse(node.args[0]).startswith("io.BytesIO("):
             continue  # bytes already in memory

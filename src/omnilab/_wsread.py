@@ -11,7 +11,7 @@ folder) goes through here:
   ``O_NOFOLLOW`` open per component), always with ``O_NONBLOCK`` so a FIFO cannot block;
 - ``fstat`` of the opened descriptor must say regular file, and sizes are capped before reading;
 - images are refused on their header's size (pixels) before anything is decoded;
-- folders are walked by descriptor, iteratively (a tree thousands of levels deep needs neither
+- folders are walked by descriptor, iteratively (:mod:`omnilab._wswalk`) (a tree thousands of levels deep needs neither
   recursion nor a descriptor per level).
 
 Folders become untrusted with :func:`mark_untrusted` (the sandbox does it when code first gets
@@ -29,9 +29,7 @@ import os
 import stat
 import threading
 import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -40,12 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PIXELS",
-    "Folder",
     "UnsafeFileError",
-    "Walker",
     "check_pixels",
     "copy_to",
-    "list_folder",
     "mark_untrusted",
     "open_dir",
     "open_file",
@@ -53,7 +48,6 @@ __all__ = [
     "read_bytes",
     "regular_file",
     "untrusted_root",
-    "walk",
 ]
 
 MAX_PIXELS = 50_000_000
@@ -363,96 +357,3 @@ def open_image(
         image.close()
         raise
     return image
-
-
-# -- walking by descriptor ---------------------------------------------------------------------
-
-
-@dataclass
-class Folder:
-    """One folder of a :func:`walk`: valid only until the walk goes on."""
-
-    parts: tuple[str, ...]
-    """Where it is, relative to the walk's root."""
-    fd: int
-    """Its descriptor (borrowed: do not close)."""
-    entries: list[tuple[str, os.stat_result]]
-    """Every entry (name, ``lstat``), sorted by name."""
-    descend: list[str] = field(default_factory=list)
-    """The sub-folders the walk enters next; remove names to skip them."""
-
-
-class Walker:
-    """Opens folders beneath a root descriptor by their parts, keeping the last few open so a
-    walk reaches each next folder in one step; never follows a link."""
-
-    def __init__(self, root_fd: int) -> None:
-        self.root_fd = root_fd
-        self._held: OrderedDict[tuple[str, ...], int] = OrderedDict()
-
-    def open(self, parts: tuple[str, ...]) -> int:
-        """The folder ``parts`` (borrowed: valid until a later :meth:`open` or :meth:`close`)."""
-        if not parts:
-            return self.root_fd
-        fd = self._held.get(parts)
-        if fd is not None:
-            self._held.move_to_end(parts)
-            return fd
-        parent = self._held.get(parts[:-1])
-        if parent is not None:
-            fd = os.open(parts[-1], _DIR, dir_fd=parent)
-        else:
-            fd = _open_beneath(self.root_fd, parts, _DIR)
-        self._held[parts] = fd
-        while len(self._held) > _HELD:
-            _, old = self._held.popitem(last=False)
-            os.close(old)
-        return fd
-
-    def close(self) -> None:
-        for fd in self._held.values():
-            os.close(fd)
-        self._held.clear()
-
-
-def list_folder(fd: int) -> list[tuple[str, os.stat_result]]:
-    """The entries of the folder ``fd`` (name, ``lstat``), sorted by name."""
-    found = []
-    with os.scandir(fd) as it:
-        for entry in it:
-            with contextlib.suppress(FileNotFoundError):
-                found.append((entry.name, entry.stat(follow_symlinks=False)))
-    found.sort()
-    return found
-
-
-def walk(
-    root: Path | str | int, *, on_error: Callable[[tuple[str, ...], OSError], Any] | None = None
-) -> Iterator[Folder]:
-    """Every folder under ``root`` (a path or a folder descriptor), top-down and depth first,
-    by descriptor: a folder swapped for a link mid-walk is not entered (``on_error`` hears of
-    folders that could not be opened). Iterative: depth costs neither recursion nor a
-    descriptor per level."""
-    own = not isinstance(root, int)
-    top = os.open(root, _DIR & ~os.O_NOFOLLOW) if not isinstance(root, int) else root
-    walker = Walker(top)
-    stack: list[tuple[str, ...]] = [()]
-    try:
-        while stack:
-            parts = stack.pop()
-            try:
-                fd = walker.open(parts)
-                entries = list_folder(fd)
-            except OSError as exc:
-                if on_error is not None:
-                    on_error(parts, exc)
-                continue
-            folder = Folder(
-                parts, fd, entries, [n for n, st in entries if stat.S_ISDIR(st.st_mode)]
-            )
-            yield folder
-            stack.extend((*parts, name) for name in reversed(folder.descend))
-    finally:
-        walker.close()
-        if own:
-            os.close(top)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image as PILImage
 
-from omnilab import _wsread
+from omnilab import _wsread, _wswalk
 from omnilab.content import Image
 from omnilab.sandbox import PythonSession, _uids, run
 from omnilab.sandbox._safefs import (
@@ -142,7 +142,7 @@ def test_walk_never_lists_a_folder_swapped_for_a_link_mid_walk(tmp_path: Path) -
     (ws / "a" / "b").mkdir(parents=True)
     secret.mkdir(mode=0o700)
     (secret / "ROOT_ONLY_NAME").write_text("x")
-    walk = _wsread.walk(ws)
+    walk = _wswalk.walk(ws)
     top = next(walk)
     assert top.descend == ["a"]
     # The race of issue 32: between listing ``a`` and entering it, code makes it a link.
@@ -168,7 +168,7 @@ def test_walk_reaches_any_depth_without_recursion_or_a_descriptor_per_level(tmp_
     open_fds = len(list(Path("/proc/self/fd").iterdir()))
     peak = 0
     depth = 0
-    for folder in _wsread.walk(deep):
+    for folder in _wswalk.walk(deep):
         depth = max(depth, len(folder.parts))
         peak = max(peak, len(list(Path("/proc/self/fd").iterdir())) - open_fds)
         if folder.parts and folder.parts[-1] == "d" and len(folder.parts) == DEPTH:
@@ -202,7 +202,7 @@ def _deep_tree(root: Path, depth: int) -> None:
 
 def _inventory(root: Path) -> list[tuple[tuple[str, ...], str, int]]:
     found = []
-    for folder in _wsread.walk(root):
+    for folder in _wswalk.walk(root):
         for name, st in folder.entries:
             found.append(
                 ((*folder.parts, name), oct(st.st_mode), st.st_size if name[0] != "d" else 0)
@@ -266,7 +266,7 @@ print("made")
         result = py.run(code)
         assert "made" in result.stdout, result
     assert not os.path.ismount(_private(str(ws))) and not size_limited(ws)
-    names = {name for folder in _wsread.walk(ws) for name, _ in folder.entries}
+    names = {name for folder in _wswalk.walk(ws) for name, _ in folder.entries}
     assert {"leaf.txt", f"f{DEPTH - 1}", "f0"} <= names
     again = run(["true"], workspace=ws)
     assert again.ok and not [w for w in again.warnings if "fail" in w], again.warnings

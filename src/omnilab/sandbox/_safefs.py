@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from omnilab._wsread import Walker, copy_to, list_folder, open_dir, walk
+from omnilab._wsread import copy_to, open_dir
+from omnilab._wswalk import Walker, list_folder, walk
 
 __all__ = [
     "chown_tree",

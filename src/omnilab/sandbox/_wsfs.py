@@ -16,7 +16,8 @@ import os
 import stat
 from pathlib import Path
 
-from omnilab._wsread import mark_untrusted, walk
+from omnilab._wsread import mark_untrusted
+from omnilab._wswalk import walk
 from omnilab.sandbox import _procs
 from omnilab.sandbox._launcher import _mount
 from omnilab.sandbox._safefs import (

@@ -24,7 +24,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from omnilab import __version__, _wsread
+from omnilab import __version__, _wswalk
 from omnilab.content import Text
 from omnilab.inputs import InputFile, InputSet, guess_kind
 from omnilab.models import Message, Model
@@ -66,13 +66,13 @@ class _ClientView:
 def folder_inputs(root: Path) -> InputSet:
     """Every file under ``root`` (hidden ones left out), its id the path relative to ``root``.
 
-    The folder is walked by descriptor (:func:`omnilab._wsread.walk`); a link is listed only
+    The folder is walked by descriptor (:func:`omnilab._wswalk.walk`); a link is listed only
     when what it leads to, all links followed, is a regular file inside ``root`` (the file's
     own path is then used), so no link leads a tool out of the folder.
     """
     root = root.resolve()
     files: list[InputFile] = []
-    for folder in _wsread.walk(root):
+    for folder in _wswalk.walk(root):
         folder.descend[:] = [d for d in folder.descend if not d.startswith(".")]
         for name, st in folder.entries:
             if name.startswith(".") or stat.S_ISDIR(st.st_mode):

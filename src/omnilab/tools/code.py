@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from omnilab import _wsread
+from omnilab import _wswalk
 from omnilab.content import Text
 from omnilab.sandbox import PythonResult, PythonSession
 from omnilab.tools.base import Tool, ToolError, ToolResult, tool
@@ -60,11 +60,11 @@ _Snapshot = dict[str, tuple[int, int]]
 def _snapshot(root: Path) -> _Snapshot:
     """``relative path -> (size, mtime_ns)`` of the files under ``root`` (bounded).
 
-    Walked by descriptor (:func:`omnilab._wsread.walk`): the code may swap a folder for a link
+    Walked by descriptor (:func:`omnilab._wswalk.walk`): the code may swap a folder for a link
     to a root-only one while the harness (root) looks, and must not learn that folder's names.
     """
     found: _Snapshot = {}
-    for folder in _wsread.walk(root):
+    for folder in _wswalk.walk(root):
         for name, st in folder.entries:
             if not stat.S_ISDIR(st.st_mode):
                 found["/".join((*folder.parts, name))] = (st.st_size, st.st_mtime_ns)

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omnilab import _wsread
+from omnilab import _wswalk
 from omnilab.trajectory import AnswerEvent, ToolResultEvent
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def workspace_outputs(workspace: Path) -> list[dict[str, Any]]:
     if not workspace.is_dir():
         return found
     # By descriptor: a folder swapped for a link mid-walk is not entered.
-    for folder in _wsread.walk(workspace):
+    for folder in _wswalk.walk(workspace):
         if not folder.parts:
             folder.descend[:] = [d for d in folder.descend if d not in _HIDDEN]
         for name, st in folder.entries:
