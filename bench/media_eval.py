@@ -9,7 +9,9 @@ Usage::
 What it does:
 
 1. Generates (once, into ``--data-dir``) a ``--minutes`` 1280x720 25 fps H.264 video with a 5 s
-   GOP and AAC sound (``bench/media.py``'s video; by default a ``--piece-minutes`` piece of it
+   GOP and AAC sound (``--footage flat``: ``bench/media.py``'s colour blocks, no B-frames;
+   ``--footage textured``: ``bench/footage.py``'s panned textured scene with B-frames and
+   stereo sound, which decodes like web video; by default a ``--piece-minutes`` piece of it
    repeated by remuxing, which decodes like one long encode and takes seconds instead of a
    quarter of an hour to make on two cores), and ``--videos`` distinct files from it
    (remuxed with another title: other content identity, same decoding work), so no task
@@ -293,14 +295,19 @@ def uniform_times(duration: float) -> list[float]:
 
 def main() -> None:
     args = _parse_args()
+    if args.out is not None:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     global EVAL_PYTHONPATH
     EVAL_PYTHONPATH = args.eval_pythonpath
     sys.path.insert(0, str(Path(__file__).parent))
-    media_bench = importlib.import_module("media")
-    if args.piece_minutes and args.piece_minutes < args.minutes:
-        base = looped(media_bench.ensure_video(args.data_dir, args.piece_minutes), args.minutes)
+    if args.footage == "textured":
+        ensure = importlib.import_module("footage").ensure_footage
     else:
-        base = media_bench.ensure_video(args.data_dir, args.minutes)
+        ensure = importlib.import_module("media").ensure_video
+    if args.piece_minutes and args.piece_minutes < args.minutes:
+        base = looped(ensure(args.data_dir, args.piece_minutes), args.minutes)
+    else:
+        base = ensure(args.data_dir, args.minutes)
     videos = variants(base, args.videos)
     info = probe(videos[0])
     print(
@@ -438,6 +445,14 @@ def _parse_args() -> argparse.Namespace:
         type=float,
         default=2.0,
         help="make the long video by repeating a generated piece this long (0: encode it whole)",
+    )
+    parser.add_argument(
+        "--footage",
+        choices=["flat", "textured"],
+        default="flat",
+        help="flat: bench/media.py's colour blocks (x264 ultrafast, no B-frames); textured: "
+        "bench/footage.py's panned textured scene (x264 veryfast, B-frames, stereo), closer to "
+        "web video",
     )
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--videos", type=int, default=16, help="distinct video files")

@@ -53,6 +53,10 @@ class MediaSettings(_Section):
     """Memory that media preparation (decoding frames) may hold at once in one process;
     more jobs wait for room (one larger than this runs alone)."""
 
+    decode_slots: int = Field(default=0, ge=0)
+    """Decoding loops (frame workers, soundtrack extractions) one process runs at once; more
+    wait. ``0``: as many as the cores the process may use."""
+
 
 class PerceptionSettings(_Section):
     """Backends and thresholds of the perception operators (ASR, VAD, OCR, shots, digest)."""

@@ -7,6 +7,7 @@ import io
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image as PILImage
@@ -240,3 +241,70 @@ def test_joined_audio_frames_equal_their_arrays_concatenated(
     joined = _joined_samples(frames)
     assert joined.dtype == expected.dtype
     assert np.array_equal(joined, expected)
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_decoding_loops_wait_for_a_slot(
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slots: int
+) -> None:
+    """Frame workers and soundtrack extractions of concurrent tasks run at most
+    ``media.decode_slots`` at a time, and all of them finish."""
+    import importlib
+    import time
+
+    import omnilab.media.budget as budget_module
+    from omnilab.config import get_settings
+    from omnilab.media import audio_segment
+
+    video_module = importlib.import_module("omnilab.media.video")
+    audio_module = importlib.import_module("omnilab.media.audio")
+    monkeypatch.setenv("OMNILAB_MEDIA__DECODE_SLOTS", str(slots))
+    get_settings.cache_clear()
+    monkeypatch.setattr(budget_module, "_SLOTS", None)
+    active, most = [0], [0]
+    lock = threading.Lock()
+
+    def counted(real: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            try:
+                time.sleep(0.05)  # long enough for the other threads to arrive
+                return real(*args, **kwargs)
+            finally:
+                with lock:
+                    active[0] -= 1
+
+        return run
+
+    monkeypatch.setattr(video_module, "_pick_slotted", counted(video_module._pick_slotted))
+    monkeypatch.setattr(audio_module, "iter_audio", counted(audio_module.iter_audio))
+    copies = [tmp_path / f"v{i}.mp4" for i in range(4)]
+    for i, copy in enumerate(copies):
+        copy.write_bytes(video.read_bytes() + bytes([i]))
+    jobs = [
+        threading.Thread(target=jpeg_frames, args=(c, 0.0, None, 6), kwargs={"max_edge": 64})
+        for c in copies[:2]
+    ] + [threading.Thread(target=audio_segment, args=(c, 0.0, 3.0)) for c in copies[2:]]
+    for t in jobs:
+        t.start()
+    for t in jobs:
+        t.join()
+    assert most[0] == slots
+    assert all(len(jpeg_frames(c, 0.0, None, 6, max_edge=64)) == 6 for c in copies[:2])
+
+
+def test_decode_slots_default_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import omnilab.media.budget as budget_module
+
+    monkeypatch.setattr(budget_module, "_SLOTS", None)
+    with budget_module.decode_slot():
+        assert budget_module._SLOTS is not None
+        # One is held: the rest of the cores' slots are free.
+        free = 0
+        while budget_module._SLOTS.acquire(blocking=False):
+            free += 1
+        for _ in range(free):
+            budget_module._SLOTS.release()
+    assert free == budget_module.cores() - 1

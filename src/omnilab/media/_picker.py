@@ -6,6 +6,7 @@ request seeks to the keyframe before it, a near one decodes on).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator
 
@@ -20,6 +21,13 @@ __all__ = ["EPS", "Picker"]
 
 # Frame times are compared in float seconds; this absorbs time-base rounding (1/90000 s and up).
 EPS = 1e-6
+# Decoders whose ``skip_frame = NONREF`` drops exactly the pictures no other picture refers to
+# (H.264: nal_ref_idc 0; HEVC: sub-layer non-reference pictures), so skipping them leaves every
+# other decoded picture bit-identical. Other decoders are never asked to skip.
+_NONREF_CODECS = frozenset({"h264", "hevc"})
+# A picture is decoded in full when it lies within this many frame durations before a requested
+# time: on a constant-rate stream the frame shown at ``t`` is at most one duration before it.
+_NEAR_FRAMES = 2.0
 
 
 class Picker:
@@ -38,6 +46,15 @@ class Picker:
         self.info = info
         self.keyframes_only = keyframes_only
         self.vs = next(s for s in container.streams.video if not _is_cover_art(s))
+        # Exact picks skip the non-reference pictures (B-frames nothing refers to) that lie
+        # between requested times; :meth:`_skipped_shown` checks each answer and decodes again
+        # without skipping when a skipped picture could have been the one shown.
+        self.skip_nonref = not keyframes_only and self.vs.codec_context.name in _NONREF_CODECS
+        self.times: list[float] = []
+        self.maybe_skipped: list[int] = []
+        self.skipping = False
+        # Pictures that came out of the decoder (tests compare walks by it).
+        self.decoded_count = 0
         if keyframes_only:
             self.vs.codec_context.skip_frame = "NONKEY"
             # One packet per seek leaves frame threads nothing to overlap, and starting their
@@ -65,6 +82,7 @@ class Picker:
 
     def pick(self, times: list[float]) -> Iterator[tuple[float, tuple[int, av.VideoFrame]]]:
         """Yield each of ``times`` (sorted ascending) with the ``(pts, frame)`` shown then."""
+        self.times = times
         for t in times:
             yield t, self._keyframe_at(t) if self.keyframes_only else self._frame_at(t)
 
@@ -106,24 +124,36 @@ class Picker:
         return None
 
     def _frame_at(self, t: float) -> tuple[int, av.VideoFrame]:
-        if self.ahead is not None and self.seconds(self.ahead[0]) > t + EPS:
-            return self.held or self.ahead  # still displayed; no decoding needed
-        position = self.ahead or self.held
-        if position is None or t - self.seconds(position[0]) > self.seek_gap:
-            self._seek(t)
-            self._advance(t)
-            first = self.held or self.ahead
-            if self.held is None and first is not None and self._seeked_past_start(first):
-                self._seek(None)
-                self._advance(t)
-        else:
-            self._advance(t)
+        self._walk_to(t)
+        if self._skipped_shown(t):
+            # A skipped picture lies between the one held and ``t`` (frames farther apart than
+            # the stream's rate says): decode this time again with nothing skipped.
+            self.skip_nonref = False
+            self._seek_to(t)
         if self.held is not None and self.ended and self._missing_after(self.held, t):
             raise self._stopped(t)
         found = self.held or self.ahead
         if found is None:
             raise self._stopped(t)
         return found
+
+    def _walk_to(self, t: float) -> None:
+        """Bring the decoder to ``t``: decode on when it is near, seek when it is far."""
+        if self.ahead is not None and self.seconds(self.ahead[0]) > t + EPS:
+            return  # the held frame is still displayed; no decoding needed
+        position = self.ahead or self.held
+        if position is None or t - self.seconds(position[0]) > self.seek_gap:
+            self._seek_to(t)
+        else:
+            self._advance(t)
+
+    def _seek_to(self, t: float) -> None:
+        self._seek(t)
+        self._advance(t)
+        first = self.held or self.ahead
+        if self.held is None and first is not None and self._seeked_past_start(first):
+            self._seek(None)
+            self._advance(t)
 
     def _advance(self, t: float) -> None:
         """Decode forward until the next frame is after ``t``."""
@@ -141,12 +171,51 @@ class Picker:
                 self.ahead = nxt
                 break
 
+    def _skipped_shown(self, t: float) -> bool:
+        """True when a picture skipped since the last seek may be the one shown at ``t``.
+
+        A skipped picture at or before ``t`` but after the held one would have been shown
+        instead of it (a reference picture there would have been decoded and held).
+        """
+        if not self.maybe_skipped:
+            return False
+        held = self.seconds(self.held[0]) if self.held is not None else -math.inf
+        # Pictures up to the held one can never be shown again: forget them.
+        self.maybe_skipped = [p for p in self.maybe_skipped if self.seconds(p) > held + EPS]
+        return any(self.seconds(p) <= t + EPS for p in self.maybe_skipped)
+
+    def _packets_decoded(self) -> Iterator[av.VideoFrame]:
+        """``container.decode`` for the stream, skipping the non-reference pictures far from
+        every requested time (see :attr:`skip_nonref`)."""
+        codec = self.vs.codec_context
+        near = _NEAR_FRAMES * self.frame_seconds
+        for packet in self.container.demux(self.vs):
+            if self.skip_nonref:
+                skip = packet.pts is not None and not self._near_request(packet.pts, near)
+                if skip != self.skipping:
+                    codec.skip_frame = "NONREF" if skip else "DEFAULT"
+                    self.skipping = skip
+                if skip and packet.pts is not None:
+                    self.maybe_skipped.append(packet.pts)
+            elif self.skipping:
+                codec.skip_frame = "DEFAULT"
+                self.skipping = False
+            yield from packet.decode()
+
+    def _near_request(self, pts: int, near: float) -> bool:
+        """Whether the picture at ``pts`` may be shown at a requested time (or is close before
+        one): ``near`` seconds before a time up to the time itself."""
+        at = self.seconds(pts)
+        i = bisect.bisect_left(self.times, at - EPS)
+        return i < len(self.times) and self.times[i] <= at + near
+
     def _next(self) -> tuple[int, av.VideoFrame] | None:
         """The next decoded frame with a timestamp, or None at the end of the readable data."""
         if self.decoded is None:
-            self.decoded = self.container.decode(self.vs)
+            self.decoded = self._packets_decoded()
         try:
             for frame in self.decoded:
+                self.decoded_count += 1
                 pts = frame.pts if frame.pts is not None else frame.dts
                 if pts is not None:
                     return pts, frame
@@ -165,6 +234,7 @@ class Picker:
             target = math.floor((t + self.origin) / self.tb + EPS)
         self.container.seek(target, stream=self.vs, backward=True, any_frame=False)
         self.decoded = None
+        self.maybe_skipped.clear()
         self.held = self.ahead = None
         self.ended = False
 

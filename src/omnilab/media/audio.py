@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from omnilab.config import get_settings
 from omnilab.media._open import open_input
 from omnilab.media._validate import check_time_range, end_tolerance, require_audio
+from omnilab.media.budget import decode_slot
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, probe
@@ -83,7 +84,7 @@ def audio_segment(
         # Written a block (about a second) at a time: a 30-minute soundtrack never sits in
         # memory as float samples (115 MB, plus as much again for the conversion). The same
         # operations per sample as on the whole array, so the file is the same.
-        with wave.open(str(dest), "wb") as w:
+        with decode_slot(), wave.open(str(dest), "wb") as w:
             w.setnchannels(1)
             w.setsampwidth(2)
             w.setframerate(rate)
@@ -141,9 +142,10 @@ def _validated(path: str | Path, start: float, end: float | None) -> tuple[Media
 def _mono(info: MediaInfo, start: float, end: float, rate: int) -> NDArray[np.float32]:
     samples = np.empty(round((end - start) * rate), dtype=np.float32)
     pos = 0
-    for block in iter_audio(info, start, end, rate=rate, layout="mono"):
-        samples[pos : pos + block.shape[1]] = block[0]
-        pos += block.shape[1]
+    with decode_slot():
+        for block in iter_audio(info, start, end, rate=rate, layout="mono"):
+            samples[pos : pos + block.shape[1]] = block[0]
+            pos += block.shape[1]
     # Lossy decoders overshoot full scale slightly; callers are promised [-1, 1].
     return np.clip(samples, -1.0, 1.0, out=samples)
 

@@ -1,19 +1,26 @@
-"""A process-wide memory budget for media work: tasks wait for room instead of growing the process.
+"""Process-wide budgets for media work: tasks wait for room instead of growing the process.
 
-Decoding a long video into 128 frames holds the decoder's pictures and every kept frame at
-once (tens to hundreds of MB); at ``--concurrency 64`` sixty-four such jobs at a time would
+Memory: decoding a long video into 128 frames holds the decoder's pictures and every kept frame
+at once (tens to hundreds of MB); at ``--concurrency 64`` sixty-four such jobs at a time would
 need many GB although two cores can only run two of them. Each job reserves its estimated
 peak here first and waits while the reservations in flight would pass
 ``media.memory_budget_bytes``; a job larger than the whole budget runs alone.
+
+CPU: each decoding loop (a worker of ``frames``, a soundtrack's extraction) holds one of
+``media.decode_slots`` slots (default: the cores this process may use) while it runs. More
+decoders than cores finish no sooner, and each one's pictures push the others' out of the
+processor caches: at ``--concurrency 8`` on two cores, 16 decoders at once cost about 1.5x the
+CPU seconds of the same work run two at a time.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["MemoryBudget", "media_budget"]
+__all__ = ["MemoryBudget", "cores", "decode_slot", "media_budget"]
 
 
 class MemoryBudget:
@@ -56,3 +63,32 @@ def media_budget() -> MemoryBudget:
 
             _BUDGET = MemoryBudget(get_settings().media.memory_budget_bytes)
         return _BUDGET
+
+
+_SLOTS: threading.BoundedSemaphore | None = None
+
+
+def cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def decode_slot() -> Iterator[None]:
+    """Hold one of the process's decoding slots (``media.decode_slots``) for the block.
+
+    Never nest two: a worker that waits for a second slot while holding one could wait for
+    ever once every slot is held that way.
+    """
+    global _SLOTS
+    with _LOCK:
+        if _SLOTS is None:
+            from omnilab.config import get_settings
+
+            _SLOTS = threading.BoundedSemaphore(get_settings().media.decode_slots or cores())
+        slots = _SLOTS
+    with slots:
+        yield

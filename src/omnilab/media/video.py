@@ -20,7 +20,6 @@ than ``requested``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from omnilab.media._validate import (
     check_time_range,
     require_video,
 )
+from omnilab.media.budget import cores, decode_slot
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.image import resize
 from omnilab.media.probe import MediaInfo, probe
@@ -237,11 +237,7 @@ def _plan(info: MediaInfo, times: list[float], keyframes_only: bool) -> list[lis
 
 def _workers() -> int:
     """Cores this process may run on, at most ``_MAX_WORKERS``."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(_MAX_WORKERS, cores))
+    return max(1, min(_MAX_WORKERS, cores()))
 
 
 def _threads(batch: list[list[float]]) -> str:
@@ -263,6 +259,17 @@ def _pick_batch(
     threads: str,
 ) -> dict[float, _Shown]:
     """The frame shown at each time of ``batch`` (groups of sorted times), decoded in order."""
+    with decode_slot():
+        return _pick_slotted(info, batch, edge, keyframes_only, threads)
+
+
+def _pick_slotted(
+    info: MediaInfo,
+    batch: list[list[float]],
+    edge: int | None,
+    keyframes_only: bool,
+    threads: str,
+) -> dict[float, _Shown]:
     transpose = _TRANSPOSE.get(info.rotation % 360)
     shown: dict[float, _Shown] = {}
     # Keyed by pts: neighbouring requests often land on the same frame, converted only once.
