@@ -308,3 +308,47 @@ def test_decode_slots_default_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> N
         for _ in range(free):
             budget_module._SLOTS.release()
     assert free == budget_module.cores() - 1
+
+
+def test_soundtrack_extractions_run_one_at_a_time(
+    video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Soundtrack loops are GIL-bound: even with free decoding slots, only one runs at once."""
+    import importlib
+    import time
+
+    import omnilab.media.budget as budget_module
+    from omnilab.config import get_settings
+    from omnilab.media import audio_samples, audio_segment
+
+    audio_module = importlib.import_module("omnilab.media.audio")
+    monkeypatch.setenv("OMNILAB_MEDIA__DECODE_SLOTS", "4")
+    get_settings.cache_clear()
+    monkeypatch.setattr(budget_module, "_SLOTS", None)
+    active, most = [0], [0]
+    lock = threading.Lock()
+    real = audio_module.iter_audio
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        try:
+            time.sleep(0.05)
+            yield from real(*args, **kwargs)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    monkeypatch.setattr(audio_module, "iter_audio", counted)
+    copies = [tmp_path / f"a{i}.mp4" for i in range(3)]
+    for i, copy in enumerate(copies):
+        copy.write_bytes(video.read_bytes() + bytes([i]))
+    jobs = [threading.Thread(target=audio_segment, args=(c, 0.0, 3.0)) for c in copies[:2]]
+    jobs.append(threading.Thread(target=audio_samples, args=(copies[2], 0.0, 3.0)))
+    for t in jobs:
+        t.start()
+    for t in jobs:
+        t.join()
+    assert most[0] == 1
+    assert all(audio_segment(c, 0.0, 3.0).stat().st_size > 44 for c in copies[:2])

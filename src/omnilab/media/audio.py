@@ -84,7 +84,7 @@ def audio_segment(
         # Written a block (about a second) at a time: a 30-minute soundtrack never sits in
         # memory as float samples (115 MB, plus as much again for the conversion). The same
         # operations per sample as on the whole array, so the file is the same.
-        with decode_slot(), wave.open(str(dest), "wb") as w:
+        with decode_slot(gil_bound=True), wave.open(str(dest), "wb") as w:
             w.setnchannels(1)
             w.setsampwidth(2)
             w.setframerate(rate)
@@ -142,7 +142,7 @@ def _validated(path: str | Path, start: float, end: float | None) -> tuple[Media
 def _mono(info: MediaInfo, start: float, end: float, rate: int) -> NDArray[np.float32]:
     samples = np.empty(round((end - start) * rate), dtype=np.float32)
     pos = 0
-    with decode_slot():
+    with decode_slot(gil_bound=True):
         for block in iter_audio(info, start, end, rate=rate, layout="mono"):
             samples[pos : pos + block.shape[1]] = block[0]
             pos += block.shape[1]
