@@ -8,10 +8,11 @@ from pathlib import Path
 
 import av
 import av.container
+import av.stream
 
 from omnilab.media.errors import MediaError, MediaErrorCode
 
-__all__ = ["check_file", "looks_like_text", "open_input"]
+__all__ = ["check_file", "looks_like_text", "only_read", "open_input"]
 
 
 def check_file(path: str | Path) -> Path:
@@ -72,6 +73,21 @@ def _open_failure(path: Path, err: Exception) -> MediaError:
         f"{path.name} cannot be decoded (damaged or not a media file: {reason})",
         path=path,
     )
+
+
+def only_read(container: av.container.InputContainer, stream: av.stream.Stream) -> None:
+    """Have the demuxer drop every other stream's packets before they become Python objects.
+
+    ``demux(stream)`` alone still reads each packet of the file into a Packet and throws the
+    others away; a 30-minute video's soundtrack is 77,000 packets to read past when only the
+    pictures are wanted (and 45,000 pictures past the sound).
+    """
+    discard = getattr(av.stream, "Discard", None)  # settable from PyAV 15 on
+    if discard is None:
+        return
+    for other in container.streams:
+        if other.index != stream.index:
+            other.discard = discard.all
 
 
 @contextmanager

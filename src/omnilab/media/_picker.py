@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import av
 import av.container
 
+from omnilab.media._open import only_read
 from omnilab.media._validate import end_tolerance
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, _is_cover_art
@@ -46,6 +47,7 @@ class Picker:
         self.info = info
         self.keyframes_only = keyframes_only
         self.vs = next(s for s in container.streams.video if not _is_cover_art(s))
+        only_read(container, self.vs)
         # Exact picks skip the non-reference pictures (B-frames nothing refers to) that lie
         # between requested times; :meth:`_skipped_shown` checks each answer and decodes again
         # without skipping when a skipped picture could have been the one shown.

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from omnilab.config import get_settings
-from omnilab.media._open import open_input
+from omnilab.media._open import only_read, open_input
 from omnilab.media._validate import check_time_range, end_tolerance, require_audio
 from omnilab.media.budget import decode_slot
 from omnilab.media.cache import MediaCache
@@ -183,6 +183,7 @@ def iter_audio(
 
     with open_input(info.path) as container:
         stream = container.streams.audio[0]
+        only_read(container, stream)
         seeked = seek_before(container, stream, info, start - _PREROLL_S)
         batch = _Batch()
         # Only the sound track is demuxed: the other tracks' packets are skipped unread.
