@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import shutil
 import threading
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -227,20 +228,35 @@ def test_joined_audio_frames_equal_their_arrays_concatenated(
     import av
     import numpy as np
 
-    from omnilab.media.audio import _joined_samples
+    from omnilab.media.audio import _Batch
 
     channels = len(av.AudioLayout(layout).channels)
     frames = []
+    pts = 48_000
     for samples in (1024, 7, 960):
         shape = (
             (channels, samples) if fmt.endswith("p") or channels == 1 else (1, samples * channels)
         )
         data = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
-        frames.append(av.AudioFrame.from_ndarray(data, format=fmt, layout=layout))
+        frame = av.AudioFrame.from_ndarray(data, format=fmt, layout=layout)
+        frame.sample_rate, frame.time_base, frame.pts = 48_000, Fraction(1, 48_000), pts
+        pts += samples
+        frames.append(frame)
     expected = np.concatenate([f.to_ndarray() for f in frames], axis=1)
-    joined = _joined_samples(frames)
-    assert joined.dtype == expected.dtype
-    assert np.array_equal(joined, expected)
+    batch = _Batch()
+    for frame in frames:
+        assert batch.fits(frame)
+        batch.add(frame)
+    joined = batch.take()
+    assert joined is not None and batch.take() is None
+    assert (joined.pts, joined.time_base, joined.sample_rate) == (
+        48_000,
+        Fraction(1, 48_000),
+        48_000,
+    )
+    assert (joined.format.name, joined.layout.name) == (fmt, layout)
+    assert joined.to_ndarray().dtype == expected.dtype
+    assert np.array_equal(joined.to_ndarray(), expected)
 
 
 @pytest.mark.parametrize("slots", [1, 2])

@@ -228,7 +228,11 @@ class _Batch:
     """
 
     def __init__(self) -> None:
-        self.frames: list[av.AudioFrame] = []
+        self.first: av.AudioFrame | None = None
+        # The samples of a batch of two or more frames, joined in C as they arrive (copying
+        # each frame's planes from Python cost more than decoding it).
+        self.fifo: av.AudioFifo | None = None
+        self.first_pts: int | None = None
         self.samples = 0
         self.params: tuple[str, str, int] = ("", "", 0)
         self.tb: float | None = None  # seconds per timestamp unit
@@ -236,9 +240,9 @@ class _Batch:
 
     def fits(self, frame: av.AudioFrame) -> bool:
         """Whether ``frame`` continues the batch (true for the first frame)."""
-        if not self.frames:
+        first = self.first
+        if first is None:
             return True
-        first = self.frames[0]
         if self.samples >= first.sample_rate or self.next_pts is None or frame.pts is None:
             return False
         # Not the time base: every frame comes from one stream's decoder, which keeps one (and
@@ -251,57 +255,41 @@ class _Batch:
 
     def add(self, frame: av.AudioFrame) -> None:
         """Append ``frame`` (one that :meth:`fits`)."""
-        if not self.frames:
+        pts = frame.pts
+        if self.first is None:
             self.params = (frame.format.name, frame.layout.name, frame.sample_rate)
             self.tb = float(frame.time_base) if frame.time_base else None
-        self.frames.append(frame)
+            self.first, self.first_pts = frame, pts
+        else:
+            if self.fifo is None:
+                self.fifo = av.AudioFifo()
+                self._push(self.first)
+            self._push(frame)
         self.samples += frame.samples
-        if frame.pts is None or self.tb is None:
+        if pts is None or self.tb is None:
             self.next_pts = None
         else:
-            self.next_pts = frame.pts + frame.samples / frame.sample_rate / self.tb
+            self.next_pts = pts + frame.samples / frame.sample_rate / self.tb
+
+    def _push(self, frame: av.AudioFrame) -> None:
+        assert self.fifo is not None
+        # The FIFO checks timestamps counted from zero; the batch keeps its own (``first_pts``).
+        frame.pts = None
+        self.fifo.write(frame)
 
     def take(self) -> av.AudioFrame | None:
         """The frames added so far as one (None if there are none); the batch starts empty."""
-        frames = self.frames
-        self.frames, self.samples, self.next_pts = [], 0, None
-        if len(frames) <= 1:
-            return frames[0] if frames else None
-        first = frames[0]
-        data = _joined_samples(frames)
-        joined = av.AudioFrame.from_ndarray(data, format=first.format.name, layout=first.layout)
+        first, fifo, pts = self.first, self.fifo, self.first_pts
+        self.first, self.fifo, self.first_pts = None, None, None
+        self.samples, self.next_pts = 0, None
+        if first is None or fifo is None:
+            return first
+        joined = fifo.read()
+        assert joined is not None
         joined.sample_rate = first.sample_rate
         joined.time_base = first.time_base
-        joined.pts = first.pts
+        joined.pts = pts
         return joined
-
-
-# Sample formats by NumPy type (as ``AudioFrame.to_ndarray`` reads them).
-_DTYPES = {"dbl": "f8", "flt": "f4", "s16": "i2", "s32": "i4", "u8": "u1"}
-
-
-def _joined_samples(frames: list[av.AudioFrame]) -> NDArray[Any]:
-    """``np.concatenate([f.to_ndarray() for f in frames], axis=1)`` without its per-frame cost.
-
-    ``to_ndarray`` stacks a planar frame's channels with ``np.vstack`` (a third of the time of
-    extracting a soundtrack went there); here each plane is copied straight into its row.
-    """
-    first = frames[0]
-    fmt = first.format
-    kind = _DTYPES.get(fmt.name.removesuffix("p"))
-    if kind is None:
-        return np.concatenate([f.to_ndarray() for f in frames], axis=1)
-    dtype = np.dtype(kind)
-    channels = len(first.layout.channels)
-    rows, width = (channels, 1) if fmt.is_planar else (1, channels)
-    out = np.empty((rows, sum(f.samples for f in frames) * width), dtype=dtype)
-    pos = 0
-    for f in frames:
-        n = f.samples * width
-        for row, plane in zip(range(rows), f.planes, strict=False):
-            out[row, pos : pos + n] = np.frombuffer(memoryview(plane), dtype=dtype, count=n)
-        pos += n
-    return out
 
 
 def _others_end(info: MediaInfo, start: float) -> float:
