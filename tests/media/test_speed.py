@@ -138,7 +138,7 @@ def test_decoder_threads(video: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _unbatched(monkeypatch: pytest.MonkeyPatch) -> None:
     # A batch that takes no second frame: every decoded frame is resampled alone, as before.
-    monkeypatch.setattr(audio_module._Batch, "fits", lambda self, frame: not self.frames)
+    monkeypatch.setattr(audio_module._Batch, "fits", lambda self, frame: self.first is None)
 
 
 @pytest.mark.parametrize("ext", [".m4a", ".mp3", ".ogg", ".webm", ".wav"])
