@@ -725,6 +725,36 @@ def report_link(ctx: Ctx) -> Verdict:
     return not leaked, f"planted {planted}; {len(copied)} files in the report's media"
 
 
+@attack("media: planted link to an outside video sent to the model", ALL)
+def media_link(ctx: Ctx) -> Verdict:
+    """The decoders (probe, frames, soundtrack) open a workspace file by _wsread's rules too: a
+    link to a root-only video (another task's media, say) must not reach the model."""
+    from omnilab.content import Video
+    from omnilab.media import synth
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.models.providers.openai_wire import wire_messages
+    from omnilab.models.types import Message
+
+    folder = ctx.root / f"private-{uuid.uuid4().hex[:6]}"
+    folder.mkdir(mode=0o700)
+    target = synth.make_video(folder / "labels.mp4", duration=2.0, gop_seconds=1.0)
+    target.chmod(0o600)
+    ws = ctx.ws()
+    code = f"import os; os.symlink({str(target)!r}, 'clip.mp4'); print(os.listdir('.'))"
+    with ctx.session(ws) as py:
+        planted = py.run(code).stdout.strip()
+    caps = Capabilities(image=True, audio=True)
+    try:
+        wire = wire_messages([Message.user(Video(path=ws / "clip.mp4"))], caps, "m")
+    except Exception as exc:
+        return True, f"planted {planted}; refused: {exc}"
+    leaked = "image_url" in str(wire) or "input_audio" in str(wire)
+    return (
+        not leaked,
+        f"planted {planted}; the root-only video {'was' if leaked else 'was not'} sent",
+    )
+
+
 def _blocks(fn: Callable[[], object], fifo: Path, wait: float = 3.0) -> tuple[bool, str]:
     """Runs ``fn`` in a thread: (returned in time, what it said). A thread stuck opening
     ``fifo`` is released by opening its other end."""

@@ -9,7 +9,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "omnilab"
 
 # The modules that touch files sandboxed code can write (views, the perception store, staging,
-# artifacts, image_read, report media, the created-files snapshot, the MCP folder).
+# artifacts, image_read, report media, the created-files snapshot, the MCP folder, and the media
+# layer's opening, probing and image loading, which every agent's media goes through).
 GUARDED = (
     "content.py",
     "agents/views.py",
@@ -24,6 +25,9 @@ GUARDED = (
     "tools/code.py",
     "report/media.py",
     "server/mcp.py",
+    "media/_open.py",
+    "media/probe.py",
+    "media/image.py",
 )
 # Calls that read or walk a path (by the name called, however it is reached).
 READS = frozenset(
@@ -53,6 +57,13 @@ ALLOWED = {
     # The file object comes from _wsread.open_file's descriptor.
     ("report/media.py", "PILImage.open(f)"),
     ("report/media.py", "picture.copy()"),  # a Pillow image in memory
+    # media: a workspace path takes open_bytes (_wsread.open_file's descriptor) before these;
+    # is_file is for the user's own files, and FFmpeg opens the checked descriptor's
+    # /proc/self/fd name (or the file object itself).
+    ("media/_open.py", "p.is_file()"),
+    ("media/_open.py", "av.open(source, mode='r', metadata_errors='ignore')"),
+    ("media/probe.py", "Image.open(f)"),
+    ("media/image.py", "Image.open(f)"),
     # omnilab's own package data (the KIRA tool specs), never a workspace file.
     (
         "agents/coder/tools.py",

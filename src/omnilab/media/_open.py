@@ -1,23 +1,59 @@
-"""Opening files safely: every failure of the filesystem or FFmpeg becomes a :class:`MediaError`."""
+"""Opening files safely: every failure of the filesystem or FFmpeg becomes a :class:`MediaError`.
+
+A file in a workspace that sandboxed code can write (a folder marked with
+:func:`omnilab._wsread.mark_untrusted`) is opened by :mod:`omnilab._wsread`'s rules: beneath the
+workspace, through no link, only if it is a regular file. FFmpeg then reads that very descriptor
+(``/proc/self/fd/N``), so a name swapped for a link or a FIFO after the check cannot redirect
+or block it. Other files (the user's own, the media cache) are opened by name.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import av
 import av.container
 import av.stream
 
+from omnilab import _wsread
 from omnilab.media.errors import MediaError, MediaErrorCode
 
-__all__ = ["check_file", "looks_like_text", "only_read", "open_input"]
+__all__ = ["check_file", "looks_like_text", "only_read", "open_bytes", "open_input"]
+
+# Where a descriptor can be opened again by name (Linux): FFmpeg reads the checked file itself.
+_FD_DIR = "/proc/self/fd"
+
+
+def open_bytes(path: Path) -> IO[bytes]:
+    """``path`` opened for reading by :mod:`omnilab._wsread`'s rules (beneath its workspace
+    through no link when it lies in one; a FIFO or device is refused either way)."""
+    try:
+        fd, _ = _wsread.open_file(path)
+    except OSError as e:
+        raise _unreadable(path, e) from e
+    return os.fdopen(fd, "rb")
+
+
+def _unreadable(path: Path, err: OSError) -> MediaError:
+    if err.errno == errno.ENOENT:
+        return MediaError(MediaErrorCode.NOT_FOUND, f"{path} does not exist", path=path)
+    return MediaError(MediaErrorCode.UNSUPPORTED, f"{path.name}: {err}", path=path)
 
 
 def check_file(path: str | Path) -> Path:
     """Resolve ``path`` and reject what cannot be a media file before any decoder sees it."""
     p = Path(path).expanduser()
+    if _wsread.untrusted_root(p) is not None:
+        # ``exists``/``is_file`` would follow a planted link, and ``probe`` resolves the path.
+        with open_bytes(p) as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                raise MediaError(MediaErrorCode.CORRUPT, f"{p.name} is empty (0 bytes)", path=p)
+        return p
     if not p.exists():
         raise MediaError(MediaErrorCode.NOT_FOUND, f"{p} does not exist", path=p)
     if p.is_dir():
@@ -40,9 +76,9 @@ def check_file(path: str | Path) -> Path:
 def looks_like_text(path: Path) -> bool:
     """True when the file starts like text (so a failed open means 'wrong kind', not 'damaged')."""
     try:
-        with path.open("rb") as f:
+        with open_bytes(path) as f:
             head = f.read(1024)
-    except OSError:
+    except (OSError, MediaError):
         return False
     if not head or b"\x00" in head:
         return False
@@ -93,9 +129,18 @@ def only_read(container: av.container.InputContainer, stream: av.stream.Stream) 
 @contextmanager
 def open_input(path: Path) -> Iterator[av.container.InputContainer]:
     """Open ``path`` for demuxing; errors while opening *or inside the block* become MediaError."""
+    held: IO[bytes] | None = None
+    source: str | IO[bytes] = str(path)
+    if _wsread.untrusted_root(path) is not None:
+        held = open_bytes(path)
+        fd_name = f"{_FD_DIR}/{held.fileno()}"
+        # Without /proc FFmpeg reads through the Python file object (slower, just as safe).
+        source = fd_name if Path(fd_name).exists() else held
     try:
-        container = av.open(str(path), mode="r", metadata_errors="ignore")
+        container = av.open(source, mode="r", metadata_errors="ignore")
     except (av.FFmpegError, UnicodeDecodeError, ValueError) as e:
+        if held is not None:
+            held.close()
         raise _open_failure(path, e) from e
     try:
         yield container
@@ -107,3 +152,5 @@ def open_input(path: Path) -> Iterator[av.container.InputContainer]:
         ) from e
     finally:
         container.close()
+        if held is not None:
+            held.close()

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from omnilab import _wsread
 from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity"]
@@ -42,6 +43,11 @@ _LOCK_DIR = ".locks"
 
 def file_identity(path: Path) -> str:
     """A hash that changes when the file's content does (size, head and tail)."""
+    if _wsread.untrusted_root(path) is not None:
+        # In a workspace: no link is followed, and nothing but a regular file is read.
+        fd, st = _wsread.open_file(path)
+        os.close(fd)
+        return _identity(Path(os.path.abspath(path)), st.st_size, st.st_mtime_ns)  # noqa: PTH100
     st = path.stat()
     return _identity(path.resolve(), st.st_size, st.st_mtime_ns)
 
@@ -49,7 +55,8 @@ def file_identity(path: Path) -> str:
 @lru_cache(maxsize=4096)
 def _identity(path: Path, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256(str(size).encode())
-    with path.open("rb") as f:
+    fd, _ = _wsread.open_file(path)
+    with os.fdopen(fd, "rb") as f:
         h.update(f.read(_EDGE_BYTES))
         if size > 2 * _EDGE_BYTES:
             f.seek(-_EDGE_BYTES, os.SEEK_END)

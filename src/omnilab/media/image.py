@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PIL import Image, ImageOps
 
-from omnilab.media._open import check_file
+from omnilab.media._open import check_file, open_bytes
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.probe import MediaKind, probe
 
@@ -26,7 +26,7 @@ def load_image(path: str | Path) -> Image.Image:
             path=p,
         )
     try:
-        with Image.open(p) as im:
+        with open_bytes(p) as f, Image.open(f) as im:
             upright = ImageOps.exif_transpose(im)
             return upright.convert("RGB")
     except (OSError, ValueError) as e:

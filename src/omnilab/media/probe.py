@@ -11,7 +11,7 @@ import av.container
 from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict
 
-from omnilab.media._open import check_file, looks_like_text, open_input
+from omnilab.media._open import check_file, looks_like_text, open_bytes, open_input
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 
 __all__ = ["TEXT_SUFFIXES", "MediaInfo", "MediaKind", "probe"]
@@ -114,9 +114,9 @@ def _av_container(path: Path) -> bool:
     MP3 with ID3). Pillow is then not asked: failing to recognise such a file makes it import
     every image plugin, which costs more than the whole probe."""
     try:
-        with path.open("rb") as f:
+        with open_bytes(path) as f:
             head = f.read(12)
-    except OSError:
+    except (OSError, MediaError):
         return False
     return (
         head[4:8] == b"ftyp"
@@ -132,13 +132,13 @@ def _text_info(path: Path, size: int) -> MediaInfo:
 
 def _probe_image(path: Path, size: int) -> MediaInfo | None:
     try:
-        with Image.open(path) as im:
+        with open_bytes(path) as f, Image.open(f) as im:
             fmt = (im.format or "image").lower()
             if getattr(im, "n_frames", 1) > 1 and fmt == "gif":
                 return None  # animated GIFs are videos to FFmpeg; let it handle them
             width, height = im.size
             orientation = int(im.getexif().get(0x0112, 1))
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError, MediaError):
         return None
     if orientation in _EXIF_SWAPS_AXES:
         width, height = height, width
