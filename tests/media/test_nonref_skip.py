@@ -33,6 +33,31 @@ def bframes_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def hevc_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 s of HEVC (x265: B-frames, non-reference ones coded as such), 2 s GOP."""
+    from fractions import Fraction
+
+    path = tmp_path_factory.mktemp("nonref") / "h.mp4"
+    with av.open(str(path), "w") as out:
+        vs = out.add_stream("libx265", rate=FPS)
+        assert isinstance(vs, av.video.stream.VideoStream)
+        vs.width, vs.height, vs.pix_fmt = 320, 240, "yuv420p"
+        vs.codec_context.gop_size = 2 * FPS
+        vs.codec_context.options = {
+            "preset": "ultrafast",
+            "x265-params": "log-level=error:bframes=3:scenecut=0",
+        }
+        for i in range(8 * FPS):
+            frame = av.VideoFrame.from_ndarray(synth.index_pattern(i, 320, 240), format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, FPS)
+            for packet in vs.encode(frame):
+                out.mux(packet)
+        for packet in vs.encode(None):
+            out.mux(packet)
+    return path
+
+
 def walk(
     path: Path, times: list[float], *, threads: str = "NONE"
 ) -> tuple[list[tuple[int, str]], int, bool]:
@@ -96,3 +121,15 @@ def test_public_frames_unchanged_by_skipping(
     assert [synth.read_index(f.image) for f in with_skip] == [
         round(f.timestamp * FPS) for f in with_skip
     ]
+
+
+def test_hevc_skipping_returns_the_same_pictures(
+    hevc_video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    times = [0.3, 1.37, 2.9, 4.01, 5.5, 7.9]
+    skipped, skipped_count, still_on = walk(hevc_video, times)
+    assert still_on
+    monkeypatch.setattr(picker_module, "_NONREF_CODECS", frozenset())
+    full, full_count, _ = walk(hevc_video, times)
+    assert skipped == full
+    assert skipped_count < 0.8 * full_count, (skipped_count, full_count)
