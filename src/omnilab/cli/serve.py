@@ -11,39 +11,11 @@ from omnilab.errors import OmnilabError
 
 __all__ = ["serve"]
 
-_MIN_TOKEN = 16
 _WILDCARD = ("0.0.0.0", "::", "")  # noqa: S104 (names compared, nothing bound here)
 
 
 class ServeSetupError(OmnilabError):
     """The HTTP server cannot start (missing extra, bad options)."""
-
-
-def _token(token_env: str | None, no_token: bool, understood: bool) -> tuple[str | None, bool]:
-    """The bearer token and whether it was generated here (and so must be shown once)."""
-    import os
-    import secrets
-
-    if no_token:
-        if token_env is not None:
-            raise ServeSetupError("--no-token and --token-env contradict each other; pick one")
-        if not understood:
-            raise ServeSetupError(
-                "--no-token lets any process or user on this host run agents with your keys and "
-                "models; add --i-understand-anyone-on-this-host-can-run-code to do it anyway"
-            )
-        return None, False
-    if token_env is None:
-        return secrets.token_urlsafe(32), True
-    token = os.environ.get(token_env, "").strip()
-    if not token:
-        raise ServeSetupError(f"--token-env {token_env}: that variable is not set or empty")
-    if len(token) < _MIN_TOKEN:
-        raise ServeSetupError(
-            f"--token-env {token_env}: the token is shorter than {_MIN_TOKEN} characters; "
-            "use a long random one (python -c 'import secrets; print(secrets.token_urlsafe(32))')"
-        )
-    return token, False
 
 
 def _shown(host: str, port: int) -> str:
@@ -130,8 +102,11 @@ def serve(
             "pip install 'omnilab[server]'"
         ) from None
     from omnilab.config import get_settings
+    from omnilab.server.token import bearer_token
 
-    token, generated = _token(token_env, no_token, understood)
+    token, generated = bearer_token(
+        token_env, no_token, understood, what="run agents with your keys and models"
+    )
     if media_root is not None and not media_root.is_dir():
         raise ServeSetupError(f"--media-root {media_root} is not a folder")
     hosts = [*(allow_host or []), *([host] if host not in _WILDCARD else [])]
