@@ -36,26 +36,10 @@ def bframes_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def hevc_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """8 s of HEVC (x265: B-frames, non-reference ones coded as such), 2 s GOP."""
-    from fractions import Fraction
-
     path = tmp_path_factory.mktemp("nonref") / "h.mp4"
-    with av.open(str(path), "w") as out:
-        vs = out.add_stream("libx265", rate=FPS)
-        assert isinstance(vs, av.video.stream.VideoStream)
-        vs.width, vs.height, vs.pix_fmt = 320, 240, "yuv420p"
-        vs.codec_context.gop_size = 2 * FPS
-        vs.codec_context.options = {
-            "preset": "ultrafast",
-            "x265-params": "log-level=error:bframes=3:scenecut=0",
-        }
-        for i in range(8 * FPS):
-            frame = av.VideoFrame.from_ndarray(synth.index_pattern(i, 320, 240), format="rgb24")
-            frame.pts, frame.time_base = i, Fraction(1, FPS)
-            for packet in vs.encode(frame):
-                out.mux(packet)
-        for packet in vs.encode(None):
-            out.mux(packet)
-    return path
+    return synth.make_video(
+        path, duration=8.0, gop_seconds=2.0, audio=False, codec="libx265", preset="ultrafast"
+    )
 
 
 def walk(

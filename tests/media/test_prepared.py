@@ -294,7 +294,7 @@ def test_decoding_loops_wait_for_a_slot(
 
         return run
 
-    monkeypatch.setattr(video_module, "_pick_slotted", counted(video_module._pick_slotted))
+    monkeypatch.setattr(video_module, "open_input", counted(video_module.open_input))
     monkeypatch.setattr(audio_module, "iter_audio", counted(audio_module.iter_audio))
     copies = [tmp_path / f"v{i}.mp4" for i in range(4)]
     for i, copy in enumerate(copies):

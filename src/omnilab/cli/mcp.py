@@ -108,22 +108,21 @@ def _serve_http(
     import uvicorn
 
     from omnilab.server.guard import Guard
-    from omnilab.server.token import bearer_token
+    from omnilab.server.token import announce, bearer_token
 
     token, generated = bearer_token(
         token_env, no_token, understood, what="read the folder's files and run code with its tools"
     )
     url = f"http://127.0.0.1:{port}/mcp"
     typer.echo(f"omnilab MCP server on {url}", err=True)
-    if token is None:
-        typer.echo(
-            "warning: serving WITHOUT a token (--no-token): any process or user on this host "
-            "can read the folder's files and run code with these tools",
-            err=True,
-        )
-    elif generated:
-        typer.echo(f"token (shown once): {token}", err=True)
-        config = {"url": url, "headers": {"Authorization": f"Bearer {token}"}}
-        typer.echo(f"  client config: {json.dumps(config)}", err=True)
+    announce(
+        token,
+        generated,
+        what="read the folder's files and run code with these tools",
+        usage=lambda t: [
+            "client config: "
+            + json.dumps({"url": url, "headers": {"Authorization": f"Bearer {t}"}})
+        ],
+    )
     guarded = Guard(app, token=token, hosts=(), max_upload=_MAX_BODY)
     uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")

@@ -102,7 +102,7 @@ def serve(
             "pip install 'omnilab[server]'"
         ) from None
     from omnilab.config import get_settings
-    from omnilab.server.token import bearer_token
+    from omnilab.server.token import announce, bearer_token
 
     token, generated = bearer_token(
         token_env, no_token, understood, what="run agents with your keys and models"
@@ -122,21 +122,16 @@ def serve(
     )
     url = _shown(host, port)
     typer.echo(f"omnilab API on {url}/v1", err=True)
-    if token is None:
-        typer.echo(
-            "warning: serving WITHOUT a token (--no-token): any process or user on this host "
-            "can run agents, and code, with this server's keys",
-            err=True,
-        )
-    elif generated:
-        # Shown once, like Jupyter's: the operator copies it; it is not written anywhere.
-        typer.echo(f"token (shown once): {token}", err=True)
-        typer.echo(
-            f"  curl -H 'Authorization: Bearer {token}' -F question='What is shown?' "
+    announce(
+        token,
+        generated,
+        what="run agents, and code, with this server's keys",
+        usage=lambda t: [
+            f"curl -H 'Authorization: Bearer {t}' -F question='What is shown?' "
             f"-F files=@photo.jpg {url}/v1/ask",
-            err=True,
-        )
-        typer.echo(f"  in a browser, once: {url}/v1/runs?token={token}", err=True)
+            f"in a browser, once: {url}/v1/runs?token={t}",
+        ],
+    )
     if host in _WILDCARD and not allow_host:
         typer.echo(
             f"note: bound to {host or 'all addresses'}; requests must name a loopback Host: "

@@ -159,8 +159,11 @@ def make_video(
     text: str | None = None,
     preset: str = "veryfast",
     freq: Callable[[int], float] = tone_freq,
+    codec: str | None = None,
 ) -> Path:
     """Write a video whose frames show their index and whose audio plays :func:`tone_freq`.
+
+    ``codec`` overrides the encoder the file name implies (``libx265`` for HEVC in MP4).
 
     ``rotation`` stores a display rotation (degrees) in the stream, as phones do.
     ``text`` is drawn on every frame (for OCR tests and the demo).
@@ -169,7 +172,7 @@ def make_video(
     ext = out.suffix.lower()
     width, height = size
     with av.open(str(out), mode="w") as container:
-        vcodec = _VIDEO_CODECS.get(ext, "libx264")
+        vcodec = codec or _VIDEO_CODECS.get(ext, "libx264")
         vs = container.add_stream(vcodec, rate=fps)
         assert isinstance(vs, av.video.stream.VideoStream)
         vs.width, vs.height, vs.pix_fmt = width, height, "yuv420p"
@@ -177,6 +180,11 @@ def make_video(
         if vcodec == "libx264":
             # scenecut off: keyframes land exactly every GOP, which the seek benchmark relies on.
             vs.codec_context.options = {"preset": preset, "x264-params": "scenecut=0"}
+        elif vcodec == "libx265":
+            vs.codec_context.options = {
+                "preset": preset,
+                "x265-params": "log-level=error:scenecut=0:bframes=3",
+            }
         if rotation:
             vs.set_display_rotation(rotation)
         astream = None

@@ -259,24 +259,13 @@ def _pick_batch(
     threads: str,
 ) -> dict[float, _Shown]:
     """The frame shown at each time of ``batch`` (groups of sorted times), decoded in order."""
-    with decode_slot():
-        return _pick_slotted(info, batch, edge, keyframes_only, threads)
-
-
-def _pick_slotted(
-    info: MediaInfo,
-    batch: list[list[float]],
-    edge: int | None,
-    keyframes_only: bool,
-    threads: str,
-) -> dict[float, _Shown]:
     transpose = _TRANSPOSE.get(info.rotation % 360)
     shown: dict[float, _Shown] = {}
     # Keyed by pts: neighbouring requests often land on the same frame, converted only once.
     images: dict[int, Image.Image] = {}
     # One reformatter keeps its swscale context: setting one up costs as much as converting.
     reformatter = VideoReformatter()
-    with open_input(info.path) as container:
+    with decode_slot(), open_input(info.path) as container:
         picker = _Picker(
             container,
             info,

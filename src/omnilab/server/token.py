@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
+from collections.abc import Callable
 
 from omnilab.errors import OmnilabError
 
-__all__ = ["MIN_TOKEN", "NO_TOKEN_CONFIRM", "TokenSetupError", "bearer_token"]
+__all__ = ["MIN_TOKEN", "NO_TOKEN_CONFIRM", "TokenSetupError", "announce", "bearer_token"]
 
 MIN_TOKEN = 16
 NO_TOKEN_CONFIRM = "--i-understand-anyone-on-this-host-can-run-code"  # noqa: S105 - a flag name
@@ -49,3 +51,21 @@ def bearer_token(
             "use a long random one (python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
     return token, False
+
+
+def announce(
+    token: str | None, generated: bool, *, what: str, usage: Callable[[str], list[str]]
+) -> None:
+    """Tell the operator on stderr: a warning when there is no token (anyone on this host can
+    ``what``), or a generated token, shown once (never written anywhere, like Jupyter's), with
+    ``usage(token)``'s lines of how to use it."""
+    if token is None:
+        print(
+            f"warning: serving WITHOUT a token (--no-token): any process or user on this host "
+            f"can {what}",
+            file=sys.stderr,
+        )
+    elif generated:
+        print(f"token (shown once): {token}", file=sys.stderr)
+        for line in usage(token):
+            print(f"  {line}", file=sys.stderr)
