@@ -124,5 +124,6 @@ def _serve_http(
             + json.dumps({"url": url, "headers": {"Authorization": f"Bearer {t}"}})
         ],
     )
-    guarded = Guard(app, token=token, hosts=(), max_upload=_MAX_BODY)
+    # Bound to 127.0.0.1 only: no other name can reach it, so no --allow-host to suggest.
+    guarded = Guard(app, token=token, hosts=(), max_upload=_MAX_BODY, host_hint="")
     uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")

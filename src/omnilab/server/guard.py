@@ -51,8 +51,10 @@ class Guard:
         token: str | None,
         hosts: Iterable[str],
         max_upload: int,
+        host_hint: str = " (add a name with --allow-host)",
     ) -> None:
         self.app = app
+        self.host_hint = host_hint
         self.token = token
         self.hosts = frozenset(host_name(h) for h in hosts) | LOOPBACK
         self.max_upload = max_upload
@@ -104,7 +106,7 @@ class Guard:
             return (
                 403,
                 f"unknown Host {host!r}: this server answers only to "
-                f"{', '.join(sorted(self.hosts))} (add a name with --allow-host)",
+                f"{', '.join(sorted(self.hosts))}{self.host_hint}",
                 [],
             )
         origin = headers.get("origin")
