@@ -29,7 +29,7 @@ from filelock import FileLock
 from omnilab import _wsread
 from omnilab.config import get_settings
 
-__all__ = ["CacheStats", "MediaCache", "file_identity"]
+__all__ = ["CacheStats", "MediaCache", "file_identity", "private_folder"]
 
 _EDGE_BYTES = 1 << 20
 # Entries used this recently are never evicted, so a path just handed to a caller stays readable.
@@ -154,7 +154,7 @@ class MediaCache:
         if hit is not None:
             return hit
         final = self.path_for(key, suffix)
-        _private_folder(self.root)
+        private_folder(self.root)
         final.parent.mkdir(mode=0o700, exist_ok=True)
         locks = self.root / _LOCK_DIR
         locks.mkdir(mode=0o700, exist_ok=True)
@@ -242,7 +242,7 @@ class MediaCache:
                 yield _Entry(f, st.st_size, st.st_mtime)
 
 
-def _private_folder(root: Path) -> None:
+def private_folder(root: Path) -> None:
     """Makes ``root`` (and missing parents) and leaves it 0700 when it is this user's."""
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     key = str(root)

@@ -27,6 +27,10 @@ class MediaErrorCode(StrEnum):
     TOO_MANY_FRAMES = "TOO_MANY_FRAMES"
     TOO_LONG = "TOO_LONG"
     INVALID_BOX = "INVALID_BOX"
+    # Inputs at URLs (omnilab.media.remote).
+    DENIED = "DENIED"
+    UNREACHABLE = "UNREACHABLE"
+    CHANGED = "CHANGED"
 
 
 class MediaError(OmnilabError):
