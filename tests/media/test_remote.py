@@ -6,7 +6,6 @@ Against real servers on 127.0.0.1: moto's S3 server and a small HTTP server with
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from pathlib import Path
 
@@ -225,3 +224,27 @@ def test_partial_files_are_private(cache: MediaCache) -> None:
     assert parts
     for p in parts:
         assert p.stat().st_mode & 0o077 == 0, p
+
+
+def test_cache_show_lists_fetched_objects_without_their_signature() -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    data = _blob(70_000, seed=13)
+    with http_store() as store:
+        store.objects["clips/a.mp4"] = data
+        fetched = remote.fetch(store.url("clips/a.mp4", "sig=SECRETSIG"))  # the default cache
+    listed = remote.cached_objects()
+    assert [(o.url, o.size, o.path) for o in listed] == [
+        (store.url("clips/a.mp4"), len(data), fetched.path)
+    ]
+    result = CliRunner().invoke(app, ["cache", "show", "--remote"])
+    assert result.exit_code == 0, result.output
+    assert "from URLs:   1 objects" in result.output
+    assert store.url("clips/a.mp4") in result.output and "SECRETSIG" not in result.output
+    as_json = CliRunner().invoke(app, ["cache", "show", "--json"])
+    assert '"url": "' + store.url("clips/a.mp4") + '"' in as_json.output
+    # An evicted object drops out of the list.
+    fetched.path.unlink()
+    assert remote.cached_objects() == []

@@ -230,6 +230,8 @@ class MediaCache:
                 if collect_stale:
                     _remove_stale(sub, now)
                 continue
+            if sub.name.startswith("."):
+                continue  # bookkeeping (e.g. media.remote's URL records), not data
             for f in sub.iterdir():
                 try:
                     st = f.stat()

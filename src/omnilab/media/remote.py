@@ -43,8 +43,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REMOTE_SCHEMES",
+    "CachedObject",
     "Fetched",
     "ObjectVersion",
+    "cached_objects",
     "fetch",
     "is_remote",
     "public_url",
@@ -70,6 +72,11 @@ _WORKERS = 4
 _RETRIES = 4
 _BACKOFF_S = 0.5
 _PART = ".tmp-part"  # the cache's temporary mark: never counted, collected when stale
+# Entries of fetched objects share one folder of the cache (keys start with this), so their
+# bytes count toward the cache's bound and LRU like any entry; the URLs they came from are
+# recorded in a dot folder the cache does not count (what ``omnilab cache show`` lists).
+_KEY_PREFIX = "r-"
+_INDEX = ".remote"
 _SAFE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}")
 
 T = TypeVar("T")
@@ -84,6 +91,17 @@ class ObjectVersion:
     size: int
     md5: str | None
     """Hex MD5 of the content where the store gives one (S3 single-part ETag, GCS, HTTP)."""
+
+
+@dataclass(frozen=True)
+class CachedObject:
+    """A fetched object still in the media cache (see :func:`cached_objects`)."""
+
+    url: str
+    version: str
+    path: Path
+    size: int
+    last_use: float
 
 
 @dataclass(frozen=True)
@@ -166,6 +184,7 @@ def fetch(
         )
         download.part.replace(final)
         download.record.unlink(missing_ok=True)
+        _index(store, key, shown, version)
     store.evict()
     return Fetched(final, shown, version, got)
 
@@ -258,12 +277,7 @@ class _Download:
 
     def _save(self, chunk: int, done: set[int]) -> None:
         body = {"tag": self.version.tag, "size": self.version.size, "chunk": chunk}
-        tmp = self.record.with_name(f"{self.record.name}.{os.getpid()}-{threading.get_ident()}")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps({**body, "done": sorted(done)}))
-        tmp.replace(self.record)
+        _write_private(self.record, json.dumps({**body, "done": sorted(done)}))
 
     def _verify(self, fd: int) -> None:
         st = os.fstat(fd)
@@ -335,7 +349,45 @@ def _version(info: Mapping[str, Any]) -> ObjectVersion:
 
 def _key(shown: str, version: ObjectVersion) -> str:
     canon = json.dumps({"url": shown, "version": version.tag, "op": "remote"}, sort_keys=True)
-    return hashlib.sha256(canon.encode()).hexdigest()
+    return _KEY_PREFIX + hashlib.sha256(canon.encode()).hexdigest()
+
+
+def cached_objects(cache: MediaCache | None = None) -> list[CachedObject]:
+    """The fetched objects the cache holds now, most recently used first."""
+    store = cache if cache is not None else MediaCache.default()
+    folder = store.root / _INDEX
+    found: list[CachedObject] = []
+    if not folder.is_dir():
+        return found
+    for record in folder.glob(f"{_KEY_PREFIX}*.json"):
+        try:
+            meta = json.loads(record.read_text())
+            path = store.path_for(record.stem, str(meta["suffix"]))
+            st = path.stat()
+            found.append(
+                CachedObject(str(meta["url"]), str(meta["version"]), path, st.st_size, st.st_mtime)
+            )
+        except FileNotFoundError:
+            record.unlink(missing_ok=True)  # the entry was evicted
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return sorted(found, key=lambda o: o.last_use, reverse=True)
+
+
+def _index(store: MediaCache, key: str, shown: str, version: ObjectVersion) -> None:
+    folder = store.root / _INDEX
+    folder.mkdir(mode=0o700, exist_ok=True)
+    body = {"url": shown, "version": version.tag, "size": version.size, "suffix": _suffix(shown)}
+    _write_private(folder / f"{key}.json", json.dumps(body))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a 0600 temporary file beside it, renamed over it."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
+        f.write(text)
+    tmp.replace(path)
 
 
 def _suffix(shown: str) -> str:
