@@ -311,15 +311,53 @@ def _filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         raise OmnilabError(f"not a URL omnilab reads: {public_url(url)}")
     try:
         from fsspec.core import url_to_fs
-
-        # A fresh filesystem each time: fsspec's instance cache would keep the endpoint and
-        # credentials of the first call, and s3fs's listing cache an object's old version.
-        fs, path = url_to_fs(url, skip_instance_cache=True)
     except ImportError:
-        raise OmnilabError(
-            f"reading {scheme}:// URLs needs {package}: pip install 'omnilab[{_EXTRA[package]}]'"
-        ) from None
+        raise OmnilabError(_missing(scheme, package)) from None
+    # Making a store's client costs most of a small fetch (S3: ~0.6 s of service models), so
+    # one filesystem per scheme serves the process, made anew when the credential environment
+    # changes (fsspec's own instance cache would not notice that). The object's listing cache
+    # is dropped before each look-up, so a changed object is seen.
+    ident = (scheme, _credential_fingerprint())
+    with _FS_LOCK:
+        fs = _FILESYSTEMS.get(ident)
+    if fs is None:
+        try:
+            fs, path = url_to_fs(url, skip_instance_cache=True)
+        except ImportError:
+            raise OmnilabError(_missing(scheme, package)) from None
+        with _FS_LOCK:
+            _FILESYSTEMS[ident] = fs
+    else:
+        path = fs._strip_protocol(url)  # what url_to_fs gives (HTTP keeps the whole URL)
+    with contextlib.suppress(Exception):
+        fs.invalidate_cache(str(path))
     return fs, str(path)
+
+
+def _missing(scheme: str, package: str) -> str:
+    return f"reading {scheme}:// URLs needs {package}: pip install 'omnilab[{_EXTRA[package]}]'"
+
+
+_FILESYSTEMS: dict[tuple[str, str], AbstractFileSystem] = {}
+_FS_LOCK = threading.Lock()
+_CREDENTIAL_PREFIXES = (
+    "AWS_",
+    "GOOGLE_",
+    "GCE_",
+    "CLOUDSDK_",
+    "AZURE_",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+)
+
+
+def _credential_fingerprint() -> str:
+    """A hash of the environment that selects endpoints and credentials (never the values)."""
+    h = hashlib.sha256()
+    for key in sorted(os.environ):
+        if key.upper().startswith(_CREDENTIAL_PREFIXES):
+            h.update(f"{key}\0{os.environ[key]}\0".encode())
+    return h.hexdigest()
 
 
 def _version(info: Mapping[str, Any]) -> ObjectVersion:
