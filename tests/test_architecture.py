@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 450
 # Past the limit before the rule, being split (issue 47); each may not grow meanwhile.
 BEING_SPLIT = {
-    "src/omnilab/agents/session.py": 477,
     "bench/media_eval.py": 543,
 }
 
