@@ -27,8 +27,8 @@ from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.views import accepts
 from omnilab.agents.workers import run_tool_calls
-from omnilab.inputs import InputSet
 from omnilab.content import Audio, Content, Text
+from omnilab.inputs import InputSet
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolCall
 from omnilab.tools.base import Tool, ToolResult
 from omnilab.trajectory import RunStatus, ToolResultEvent
@@ -238,6 +238,10 @@ class ReleaseLoop:
                 result, seconds = ToolResult.fail("RELEASE_ERROR", refusal["error"]), 0.0
             else:
                 result, seconds = next(ran)
+            # No assistant message holds this call: the flag lets the run's counts see it.
+            result = result.model_copy(
+                update={"metadata": {**result.metadata, "read_from_text": True}}
+            )
             texts.append(_result_text(call.name, result))
             run.emit(
                 ToolResultEvent(
