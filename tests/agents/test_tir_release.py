@@ -15,6 +15,7 @@ from omnilab.agents.templates import render
 from omnilab.agents.tir_release import parse_release_calls, release_text
 from omnilab.content import Audio, Image, Text, Video
 from omnilab.media import synth
+from omnilab.models.capabilities import Capabilities
 from omnilab.models.providers.scripted import text
 
 RELEASE = {"rules": "release", "variant": "base"}
@@ -131,3 +132,24 @@ def test_parse_release_calls_reads_tags_only() -> None:
         c.name for c in parse_release_calls(_call("a", {}) + "<tool_call>{bad}</tool_call>")
     ] == ["a"]
     assert parse_release_calls('```json\n{"name": "a", "arguments": {}}\n```') == []
+
+
+def test_a_model_without_video_gets_the_presets_frames(run_agent: RunAgent, tmp_path: Path) -> None:
+    # The release's Gemini path re-encodes an MP4 (a named divergence); omnilab sends frames at
+    # the preset's 2 fps, at most 512 px, each after its time, then the soundtrack after all media.
+    video = synth.make_video(tmp_path / "clip.mp4", duration=2.0, size=(640, 480))
+    model, adapter = scripted(
+        [text("<answer>hi</answer>")], caps=Capabilities(image=True, audio=True)
+    )
+    delivery = {"soundtrack": True, "frames_fps": 2, "frames_max_edge": 512}
+    run_agent(model, [video], "Q?", delivery=delivery, **RELEASE)
+    parts = adapter.requests[0][0][1].content
+    images = [p for p in parts if isinstance(p, Image)]
+    assert len(images) == 4
+    labels = [p.text for p in parts if isinstance(p, Text)]
+    assert len([t for t in labels if t.startswith("t=")]) == 4  # each frame after its time
+    from PIL import Image as PILImage
+
+    with PILImage.open(images[0].path) as first:  # type: ignore[arg-type]
+        assert first.size == (512, 384)
+    assert [type(p) for p in parts[-2:]] == [Audio, Text]

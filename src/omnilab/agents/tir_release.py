@@ -17,6 +17,7 @@ media a model can refer to, and notices instead of ending on a slip (docs/evalua
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import string
@@ -25,10 +26,11 @@ from importlib import resources
 
 from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
-from omnilab.agents.views import accepts
+from omnilab.agents.views import accepts, frame_parts
 from omnilab.agents.workers import run_tool_calls
 from omnilab.content import Audio, Content, Text
-from omnilab.inputs import InputSet
+from omnilab.inputs import InputFile, InputSet
+from omnilab.models.capabilities import Capabilities
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolCall
 from omnilab.tools.base import Tool, ToolResult
 from omnilab.trajectory import RunStatus, ToolResultEvent
@@ -164,21 +166,38 @@ class ReleaseLoop:
         for f in self.inputs:
             if f.kind not in _MEDIA:
                 continue
-            part = f.content()
-            if not accepts(caps, part):
-                # The release would send it and the server refuse the request: a note instead,
-                # as omnilab's native view does (a divergence the preset names).
-                parts.append(
-                    Text(text=f"[{f.id}: {f.kind} not shown: this model does not take it]")
-                )
-                continue
-            parts.append(part)
+            parts += self._media(f, caps)
             if f.kind == "video" and caps.audio and self.delivery.soundtrack:
                 info = f.probe()
                 if info.has_audio:
                     cap = self.delivery.soundtrack_max_s
                     tracks.append(Audio(path=f.path, start=0.0, end=min(info.duration or cap, cap)))
         return [*parts, *tracks, Text(text=self.run_.task.question)]
+
+    def _media(self, f: InputFile, caps: Capabilities) -> list[Content]:
+        """Input ``f`` as the release sends it: its part, or the preset's frames for a model
+        that takes images but no video, or a note when the model takes neither (named gaps)."""
+        part = f.content()
+        if f.kind == "video" and not caps.video and caps.image and self.delivery.frames_fps:
+            return self._frames(f)
+        if not accepts(caps, part):
+            # The release would send it and the server refuse the request.
+            return [Text(text=f"[{f.id}: {f.kind} not shown: this model does not take it]")]
+        return [part]
+
+    def _frames(self, f: InputFile) -> list[Content]:
+        """Video ``f`` as JPEG frames at the delivery's rate, each after its time."""
+        # Here, not at the top: the media package loads PyAV (as in omnilab.agents.delivery).
+        from omnilab.media.prepared import jpeg_frames
+
+        d = self.delivery
+        fps = d.frames_fps or 1.0
+        duration = f.probe().duration or 0.0
+        n = max(1, min(d.frames_max, round(duration * fps)))
+        edge = d.frames_max_edge or self.run_.models["agent"].capabilities.max_image_edge
+        shots = jpeg_frames(f.path, 0.0, None, num=n, max_edge=edge)
+        views = self.run_.ctx.workspace / "views"
+        return frame_parts(f.id, shots, views, f"[{f.id}: {len(shots)} frames ({fps:g} fps)]")
 
     async def run(self) -> RunStatus:
         run = self.run_
@@ -187,7 +206,9 @@ class ReleaseLoop:
         chat = run.context("agent")
         system = f"{self.system}\n\n{release_tools_prompt(self.tools)}"
         run.add(chat, Message.system(system))
-        run.add(chat, Message(role="user", content=self.first_parts()))
+        # Frames and soundtracks are decoded here: keep the event loop free.
+        parts = await asyncio.to_thread(self.first_parts)
+        run.add(chat, Message(role="user", content=parts))
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
                 return "budget"
