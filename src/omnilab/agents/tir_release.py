@@ -96,17 +96,19 @@ def parse_release_calls(text: str) -> list[ToolCall]:
     return calls
 
 
-def _refusal(call: ToolCall, by_name: dict[str, Tool]) -> dict[str, str] | None:
-    """The release's error object for a call it cannot run, else ``None``."""
+def _refusal(call: ToolCall, by_name: dict[str, Tool]) -> ToolResult | None:
+    """The release's error for a call it cannot run (its message is what the model reads),
+    else ``None``."""
     if not call.name:
-        return {"error": release_text("missing_tool_name")}
+        return ToolResult.fail("UNKNOWN_TOOL", release_text("missing_tool_name"))
     tool = by_name.get(call.name)
     if tool is None:
-        return {"error": release_text("tool_not_found", name=call.name)}
+        return ToolResult.fail("UNKNOWN_TOOL", release_text("tool_not_found", name=call.name))
     required = tool.spec.parameters.get("required") or []
     missing = [a for a in required if a not in call.arguments]
     if missing:
-        return {"error": release_text("missing_argument", name=call.name, argument=missing[0])}
+        text = release_text("missing_argument", name=call.name, argument=missing[0])
+        return ToolResult.fail("INVALID_ARGS", text)
     return None
 
 
@@ -256,7 +258,7 @@ class ReleaseLoop:
         texts: list[str] = []
         for call, refusal in zip(calls, refusals, strict=True):
             if refusal is not None:
-                result, seconds = ToolResult.fail("RELEASE_ERROR", refusal["error"]), 0.0
+                result, seconds = refusal, 0.0
             else:
                 result, seconds = next(ran)
             # No assistant message holds this call: the flag lets the run's counts see it.
