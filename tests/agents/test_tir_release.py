@@ -153,3 +153,13 @@ def test_a_model_without_video_gets_the_presets_frames(run_agent: RunAgent, tmp_
     with PILImage.open(images[0].path) as first:  # type: ignore[arg-type]
         assert first.size == (512, 384)
     assert [type(p) for p in parts[-2:]] == [Audio, Text]
+
+
+def test_a_text_input_is_inlined_before_the_question(run_agent: RunAgent, tmp_path: Path) -> None:
+    note = tmp_path / "note.txt"
+    note.write_text("the code is 42", encoding="utf-8")
+    model, adapter = scripted([text("<answer>42</answer>")])
+    run_agent(model, [note], "Q?", **RELEASE)
+    parts = adapter.requests[0][0][1].content
+    assert len(parts) == 2 and isinstance(parts[0], Text) and "the code is 42" in parts[0].text
+    assert parts[1] == Text(text="Q?")

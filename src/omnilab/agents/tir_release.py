@@ -26,7 +26,7 @@ from importlib import resources
 
 from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
-from omnilab.agents.views import accepts, frame_parts
+from omnilab.agents.views import accepts, frame_parts, text_part
 from omnilab.agents.workers import run_tool_calls
 from omnilab.content import Audio, Content, Text
 from omnilab.inputs import InputFile, InputSet
@@ -167,6 +167,9 @@ class ReleaseLoop:
         tracks: list[Content] = []
         for f in self.inputs:
             if f.kind not in _MEDIA:
+                # The release's data has none (its file_input paths go after the question):
+                # inlined as omnilab's own loop does, a divergence the preset names.
+                parts.append(text_part(f))
                 continue
             parts += self._media(f, caps)
             if f.kind == "video" and caps.audio and self.delivery.soundtrack:
