@@ -198,7 +198,7 @@ class ReleaseLoop:
         d = self.delivery
         fps = d.frames_fps or 1.0
         duration = f.probe().duration or 0.0
-        n = max(1, min(d.frames_max, round(duration * fps)))
+        n = max(1, min(d.frames_max, int(duration * fps)))  # the release's count, int()
         edge = d.frames_max_edge or self.run_.models["agent"].capabilities.max_image_edge
         shots = jpeg_frames(f.path, 0.0, None, num=n, max_edge=edge)
         views = self.run_.ctx.workspace / "views"
