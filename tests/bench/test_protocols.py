@@ -194,6 +194,8 @@ def test_protocols_command_lists_and_shows() -> None:
     assert "agent_options.generate.temperature = 0.6" in shown.output
     assert 'scoring_rules.verdict = "reference"' in shown.output
     assert "missing_media = drop" in shown.output and "not reproduced yet" not in shown.output
+    assert "task_timeout_s = 36000 (unless --timeout)" in shown.output
+    assert "judge = deepseek-v3.2" in shown.output and 'rules = "release"' in shown.output
     atlas = runner.invoke(app, ["protocols", "omniatlas-paper"])
     assert "not reproduced yet media inside tool messages" in atlas.output
 
