@@ -300,7 +300,7 @@ def create_app(
         # copied input that is HTML or SVG would otherwise run script next to the API.
         return FileResponse(path, headers=_FILE_HEADERS)
 
-    return Guard(app, token=token, hosts=hosts, max_upload=limit)
+    return Guard(app, token=token, hosts=hosts, max_upload=limit, home="/v1/runs")
 
 
 _REPORT = "report"
