@@ -238,3 +238,39 @@ def test_a_shipped_response_cache_is_never_used(project: Path) -> None:
     (project / "omnilab.toml").write_text('cache_dir = ".omnicache"\n[models]\ncache = true\n')
     message = settings_error()
     assert "cache_dir" in message and "models.cache" in message
+
+
+def test_doctor_and_config_show_each_file_its_trust_and_what_it_sets(
+    project: Path, tmp_path: Path
+) -> None:
+    from rich.console import Console
+
+    from omnilab._config_files import describe_config
+    from omnilab.cli.doctor import print_config
+
+    own = tmp_path / "home-config" / "omnilab" / "omnilab.toml"
+    own.parent.mkdir(parents=True)
+    own.write_text("[sandbox]\nnetwork = true\n")
+    (project / "omnilab.toml").write_text(HOSTILE)
+    user, clone, env = describe_config()
+    assert (user["role"], user["trust"], user["sets"]) == ("user", "trusted", ["sandbox.network"])
+    assert clone["role"] == "project" and clone["trust"] == "untrusted"
+    assert "sandbox.isolation" in clone["refused"] and "agents.max_turns" not in clone["refused"]
+    assert env["role"] == "env" and "OMNILAB_CACHE_DIR" in env["sets"]
+    console = Console(record=True, width=300)
+    print_config(console, describe_config())
+    text = console.export_text()
+    assert "omnilab.toml (project): untrusted (omnilab trust PATH)" in text
+    assert "refused until trusted: " in text and "sandbox.unsafe_process_as_root" in text
+    trust(project / "omnilab.toml")
+    assert describe_config()[1]["trust"] == "trusted" and not describe_config()[1]["refused"]
+    # `omnilab config` names each file with its trust, and the settings' sources.
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+
+    shown = CliRunner().invoke(app, ["config"], terminal_width=400)
+    assert shown.exit_code == 0, shown.output
+    assert "config file: omnilab.toml (project, trusted)" in shown.output
+    rows = {line.split()[0]: line.split() for line in shown.output.splitlines() if line.strip()}
+    assert rows["sandbox.isolation"][1:3] == ["process", "file"]

@@ -30,6 +30,7 @@ __all__ = [
     "ConfigLayer",
     "check_trust",
     "config_layers",
+    "describe_config",
     "project_config_file",
     "refused_keys",
     "user_config_file",
@@ -126,6 +127,36 @@ def _layer(path: Path, role: Literal["explicit", "user", "project"]) -> ConfigLa
         raise ConfigError(f"cannot read config file {path}: {e}") from None
     trust: TrustState = trust_state(path, raw) if role == "project" else "trusted"
     return ConfigLayer(path, role, exists=True, trust=trust, data=data)
+
+
+def describe_config() -> list[dict[str, Any]]:
+    """Every configuration source, for ``omnilab doctor``: each file with its role, whether it is
+    trusted, the settings it sets and those refused (an unreadable file: its error), then the
+    ``OMNILAB_*`` variables set. Never raises."""
+    explicit = os.environ.get("OMNILAB_CONFIG")
+    paths: list[tuple[Path, Literal["explicit", "user", "project"]]] = (
+        [(Path(explicit), "explicit")]
+        if explicit
+        else [(user_config_file(), "user"), (project_config_file(), "project")]
+    )
+    found: list[dict[str, Any]] = []
+    for path, role in paths:
+        entry: dict[str, Any] = {"source": str(path), "role": role}
+        try:
+            layer = _layer(path, role)
+        except OmnilabError as e:
+            found.append(entry | {"exists": True, "trust": "unreadable", "error": str(e)})
+            continue
+        refused = [] if layer.trusted else refused_keys(layer.data)
+        found.append(
+            entry
+            | {"exists": layer.exists, "trust": layer.trust}
+            | {"sets": layer.keys(), "refused": refused}
+        )
+    names = sorted(k for k in os.environ if k.startswith("OMNILAB_") and k != "OMNILAB_CONFIG")
+    found.append({"source": "environment", "role": "env", "exists": True, "trust": "trusted"})
+    found[-1] |= {"sets": names, "refused": []}
+    return found
 
 
 def refused_keys(data: dict[str, Any]) -> list[str]:
