@@ -35,6 +35,7 @@ from omnilab.cli._pairs import parse_pairs
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
+from omnilab.terminal import inert
 
 __all__ = ["eval_"]
 
@@ -410,4 +411,5 @@ def _show_prompt(config: RunConfig) -> None:
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
     prompt = asyncio.run(first_prompt(executor, tasks[0]))
-    typer.echo(render_prompt(prompt))
+    # Dataset text is untrusted: its escape sequences (OSC title, clipboard) never act here.
+    typer.echo(inert(render_prompt(prompt)))
