@@ -119,7 +119,14 @@ def test_a_planted_run_folder_leads_to_no_file_outside(tmp_path: Path, run_a: Pa
     with Live(report_app(reports, token=TOKEN)) as url, httpx.Client(headers=AUTH) as http:
         listing = http.get(url).text
         assert "linked" not in listing and "planted" not in listing
-        for path in ("linked/index.html", "planted/index.html", "../private/rootrun/run.json"):
+        assert http.get(url + "half/index.html").status_code == 200
+        assert (tmp_path / "out" / ".sources" / "half" / "results.jsonl").is_file()
+        for path in (
+            "linked/index.html",
+            "planted/index.html",
+            "%2e%2e/private/rootrun/run.json",
+            ".sources/half/results.jsonl",
+        ):
             assert http.get(url + path).status_code == 404, path
         assert http.get(url + "half/index.html").status_code == 200
         page = http.get(url + "half/tasks/task-0001.html")

@@ -39,6 +39,9 @@ def report_app(reports: ReportServer, *, token: str | None) -> Guard:
         if path == "" or path.endswith("/"):
             path += "index.html"
         first = path.split("/", 1)[0]
+        if any(part.startswith(".") for part in path.split("/")):  # the snapshots: not served
+            await _reply(send, 404, b"not found\n", "text/plain", head=method == "HEAD")
+            return
         try:
             if path == "index.html":
                 await asyncio.to_thread(reports.write_root)
