@@ -274,3 +274,10 @@ def test_doctor_and_config_show_each_file_its_trust_and_what_it_sets(
     assert "config file: omnilab.toml (project, trusted)" in shown.output
     rows = {line.split()[0]: line.split() for line in shown.output.splitlines() if line.strip()}
     assert rows["sandbox.isolation"][1:3] == ["process", "file"]
+
+
+def test_trust_names_a_missing_file_in_one_line(project: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OMNILAB_CONFIG"}
+    proc = _omnilab(project, "trust", "nope.toml", env=env)
+    assert proc.returncode == 1 and "no config file at nope.toml" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
