@@ -281,3 +281,13 @@ def test_trust_names_a_missing_file_in_one_line(project: Path) -> None:
     proc = _omnilab(project, "trust", "nope.toml", env=env)
     assert proc.returncode == 1 and "no config file at nope.toml" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_users_own_file_is_not_a_project_file_when_run_beside_it(
+    project: Path, tmp_path: Path
+) -> None:
+    own = tmp_path / "home-config" / "omnilab"
+    own.mkdir(parents=True)
+    (own / "omnilab.toml").write_text("[sandbox]\nnetwork = true\n")
+    os.chdir(own)
+    assert get_settings().sandbox.network is True

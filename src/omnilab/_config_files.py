@@ -109,13 +109,23 @@ def config_layers() -> list[ConfigLayer]:
     """The configuration files read, lowest precedence first: ``$OMNILAB_CONFIG`` alone when it
     is set, else the user's file and then the project's. Raises :class:`ConfigError` for a file
     that cannot be read or parsed."""
+    return [_layer(path, role) for path, role in _sources()]
+
+
+_Role = Literal["explicit", "user", "project"]
+
+
+def _sources() -> list[tuple[Path, _Role]]:
     explicit = os.environ.get("OMNILAB_CONFIG")
     if explicit:
-        return [_layer(Path(explicit), "explicit")]
-    return [_layer(user_config_file(), "user"), _layer(project_config_file(), "project")]
+        return [(Path(explicit), "explicit")]
+    user, project = user_config_file(), project_config_file()
+    if os.path.realpath(project) == os.path.realpath(user):  # run in ~/.config/omnilab
+        return [(user, "user")]
+    return [(user, "user"), (project, "project")]
 
 
-def _layer(path: Path, role: Literal["explicit", "user", "project"]) -> ConfigLayer:
+def _layer(path: Path, role: _Role) -> ConfigLayer:
     if not path.exists() and not path.is_symlink():
         return ConfigLayer(path, role, exists=False, trust="trusted")
     try:
@@ -133,14 +143,8 @@ def describe_config() -> list[dict[str, Any]]:
     """Every configuration source, for ``omnilab doctor``: each file with its role, whether it is
     trusted, the settings it sets and those refused (an unreadable file: its error), then the
     ``OMNILAB_*`` variables set. Never raises."""
-    explicit = os.environ.get("OMNILAB_CONFIG")
-    paths: list[tuple[Path, Literal["explicit", "user", "project"]]] = (
-        [(Path(explicit), "explicit")]
-        if explicit
-        else [(user_config_file(), "user"), (project_config_file(), "project")]
-    )
     found: list[dict[str, Any]] = []
-    for path, role in paths:
+    for path, role in _sources():
         entry: dict[str, Any] = {"source": str(path), "role": role}
         try:
             layer = _layer(path, role)
