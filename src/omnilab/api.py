@@ -31,6 +31,7 @@ from omnilab.inputs import InputSet
 from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.types import GenerateConfig
+from omnilab.sandbox import add_private_paths
 from omnilab.tools.base import Tool
 from omnilab.tools.search_choice import check_search, use_search
 from omnilab.trajectory import RunStatus, Trajectory, TrajectoryWriter
@@ -160,6 +161,8 @@ async def ask_async(
     folder = Path(run_dir) if run_dir is not None else new_run_dir()
     workspace = folder / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
+    # This run's folder and the runs beside it: hidden from its sandboxes wherever they lie.
+    add_private_paths(folder, folder.parent)
     path = folder / "trajectory.jsonl"
     task = AgentTask(id=f"ask-{uuid.uuid4().hex[:8]}", question=question, inputs=list(inputs))
     with TrajectoryWriter(path) as writer:

@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from omnilab.config import config_file
+from omnilab.sandbox._private import private_paths, split_private
 from omnilab.sandbox._types import IsolationLevel
 
 __all__ = [
@@ -298,6 +299,9 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # The harness's folders can only be seen where they lie under a shown system folder (a
     # checkout in /usr/src, a cache under /etc): mask them there.
     masks = [f for f in _harness_folders(ws) if _under(f, plan.system) and f not in plan.system]
+    # The run's own folders (dataset, media root, --out, serve's runs), wherever they lie.
+    own, own_files = split_private(private_paths(), never=SYSTEM_DIRS, workspace=ws)
+    masks += [f for f in own if _under(f, plan.system) and f not in plan.system]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
     package = _package_folder()
     if not _under(package, [p for p, _ in needed]):
@@ -316,8 +320,10 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # A configuration file in a system folder (OMNILAB_CONFIG=/etc/omnilab.toml) is not covered
     # by a mask of its folder (never masked: the system needs it): hide the file itself.
     config = os.path.realpath(config_file())
-    if Path(config).is_file() and _under(config, plan.system) and not _under(config, plan.masks):
-        plan.hidden.append(config)
+    for file in [config, *own_files]:
+        shown = _under(file, plan.system) and not _under(file, plan.masks)
+        if Path(file).is_file() and shown and file not in plan.hidden:
+            plan.hidden.append(file)
     for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
         if rw or not plan._shows_host(path):
             plan.binds.append((path, rw))
