@@ -65,10 +65,11 @@ class UidCheck:
     """One look at the machine: which uids are someone's (made once per lease, when a new uid
     is picked; the passwd and group lookups are made per uid asked about)."""
 
-    files: tuple[str, ...] = SUBID_FILES
+    files: tuple[str, ...] | None = None
+    """The subordinate-id files to read (default :data:`SUBID_FILES`)."""
 
     def __post_init__(self) -> None:
-        self.ranges = _ranges(self.files)
+        self.ranges = _ranges(self.files if self.files is not None else SUBID_FILES)
         self.running = _running_ids()
 
     def taken_by(self, uid: int) -> str | None:
@@ -88,10 +89,11 @@ class UidCheck:
             return None
 
 
-def describe_range(base: int, span: int, files: tuple[str, ...] = SUBID_FILES) -> str:
+def describe_range(base: int, span: int, files: tuple[str, ...] | None = None) -> str:
     """One line for ``omnilab doctor``: the range and what in it belongs to someone else."""
     end = base + span
-    clashes = [o for first, last, o in _ranges(files) if first < end and last > base]
+    ranges = _ranges(files if files is not None else SUBID_FILES)
+    clashes = [o for first, last, o in ranges if first < end and last > base]
     users = [u.pw_name for u in pwd.getpwall() if base <= u.pw_uid < end]
     users += [f"group {g.gr_name}" for g in grp.getgrall() if base <= g.gr_gid < end]
     clashes += [f"{len(users)} users/groups ({', '.join(users[:3])})"] if users else []
