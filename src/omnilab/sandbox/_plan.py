@@ -30,6 +30,7 @@ __all__ = [
     "closed_ancestor",
     "mount_plan",
     "package_import_path",
+    "run_folders",
     "wrapper_argv",
 ]
 
@@ -237,21 +238,35 @@ def _user_folders() -> list[Path]:
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
         if os.environ.get(name):
             found.append(Path(os.environ[name]))
+    found += _data_folders()
+    return [f.expanduser().absolute() for f in found]
+
+
+def _data_folders() -> list[Path]:
+    """The harness's data wherever the settings put it (a media root under /usr/share, runs
+    under /usr/local): its cache, labels, other runs and the offline search index; tasks get
+    their inputs staged into the workspace."""
     from omnilab.config import get_settings
     from omnilab.errors import OmnilabError
 
+    found: list[Path] = []
     # A bad setting is reported where it is used, not here.
     with contextlib.suppress(OmnilabError):
         settings = get_settings()
         found.append(settings.cache_dir)
-        # The harness's data wherever the settings put it (a media root under /usr/share, runs
-        # under /usr/local): labels, other runs and the offline search index; tasks get their
-        # inputs staged into the workspace.
         found += [*settings.bench.media_roots.values(), settings.bench.runs_dir]
         found.append(settings.agents.runs_dir)
         if settings.web.index_dir is not None:
             found.append(settings.web.index_dir)
-    return [f.expanduser().absolute() for f in found]
+    return found
+
+
+def run_folders() -> list[str]:
+    """The data folders every sandbox masks wherever they lie: the settings' (cache, media
+    roots, runs folders, search index) and those this process's runs named
+    (:func:`~omnilab.sandbox.add_private_paths`), for ``omnilab doctor``."""
+    found = {os.path.realpath(f.expanduser()) for f in _data_folders()}
+    return sorted(found | set(private_paths()))
 
 
 def _real_dir(path: str) -> bool:

@@ -158,7 +158,10 @@ def copy_tree(
     finally:
         dst.close()
     if refused is not None:
-        refused += over.lines("copy refused (past the workspace total)")
+        lines = over.lines("copy")
+        refused += [
+            x.replace("copy failed for", "not copied, past the workspace total:") for x in lines
+        ]
     return size, count, problems.lines("copy")
 
 

@@ -17,7 +17,10 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RESERVED_OWNER", "UidCheck", "describe_range"]
+__all__ = ["RESERVED_OWNER", "SPAN", "UidCheck", "describe_range"]
+
+SPAN = 65536
+"""How many uids the sandbox range holds, from ``sandbox.uid_base``."""
 
 RESERVED_OWNER = "omnilab"
 """The owner name of the ``/etc/subuid`` and ``/etc/subgid`` lines that reserve the range."""

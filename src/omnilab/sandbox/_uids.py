@@ -24,11 +24,11 @@ from typing import Any
 
 from omnilab.sandbox._statedir import own_folder
 from omnilab.sandbox._types import SandboxError
-from omnilab.sandbox._uidcheck import UidCheck
+from omnilab.sandbox._uidcheck import SPAN, UidCheck
 
 __all__ = ["Lease", "acquire", "live_leases", "release", "state_dir"]
 
-_SPAN = 65536
+_SPAN = SPAN
 Hook = Callable[[str, int], "list[str] | None"]
 """Runs for a workspace and its uid; returns what went wrong (one line each) or None."""
 

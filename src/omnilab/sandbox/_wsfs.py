@@ -85,11 +85,16 @@ def _private(ws: str) -> Path:
 
 def _usage(root: Path, cap: int) -> tuple[int, int]:
     """Bytes and entries under ``root``, counting stops past ``cap`` bytes. A file counts at
-    the larger of its apparent size and its blocks: a sparse file at its full length."""
+    the larger of its apparent size and its blocks (a sparse file at its full length), a link
+    at its length; folders take no room in a tmpfs (their blocks on disk are not counted, or
+    each restart would add them to the total)."""
     size = count = 0
     for folder in walk(root):
         for _name, st in folder.entries:
-            size += max(st.st_blocks * 512, st.st_size if stat.S_ISREG(st.st_mode) else 0)
+            if stat.S_ISREG(st.st_mode):
+                size += max(st.st_blocks * 512, st.st_size)
+            elif stat.S_ISLNK(st.st_mode):
+                size += st.st_size
             count += 1
         if size > cap:
             break
