@@ -180,7 +180,7 @@ def test_worker_processes_get_the_named_folders() -> None:
         mp.setattr(backends, "add_private_paths", lambda *p: got.extend(p))
         mp.setattr(backends, "_WORKER", {})
         try:
-            backends._init_worker(dict, private_paths())
+            backends._init_worker(object, private_paths())  # type: ignore[arg-type]
         finally:
             signal.signal(signal.SIGINT, interrupt)
     assert "/usr/local/share/omnilab-worker-test" in got

@@ -253,9 +253,9 @@ class AgentRun:
             self.turns += 1
         specs = [t.spec for t in tools]
         self._fit(bound, context, specs, config)
-        for index, message in sorted(vet_views(context.messages).items()):
+        for index, vetted in sorted(vet_views(context.messages).items()):
             why = "a workspace file it showed was replaced by sandboxed code"
-            self.edit(context, index, index + 1, [message], reason=why)
+            self.edit(context, index, index + 1, [vetted], reason=why)
         scope = _CallScope(self, context)
         token = _CALL.set(scope)
         try:
