@@ -184,3 +184,37 @@ def test_worker_processes_get_the_named_folders() -> None:
         finally:
             signal.signal(signal.SIGINT, interrupt)
     assert "/usr/local/share/omnilab-worker-test" in got
+
+
+def test_the_catalogue_has_issue_42_part_c() -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "sandbox_attacks.py"
+    attacks = sys.modules.get("sandbox_attacks")
+    if attacks is None:
+        spec = importlib.util.spec_from_file_location("sandbox_attacks", path)
+        assert spec is not None and spec.loader is not None
+        attacks = importlib.util.module_from_spec(spec)
+        sys.modules["sandbox_attacks"] = attacks
+        spec.loader.exec_module(attacks)
+    folders = {
+        "read an eval dataset and its folder under /usr/local",
+        "read an eval dataset lying directly in /usr/local",
+        "read media under a --media-root in /usr/share, three levels down",
+        "read another task's verdict under an eval --out in /usr/local",
+        "read another client's upload under serve --runs-dir in /etc",
+    }
+    others = {
+        "four 256 MiB sparse files in a 16 MiB workspace",
+        "sixty 8 MiB sparse files five folders deep",
+        "grow the workspace total by restarting",
+        "a local user holds the workspace's sandbox uid",
+        "another user's subuid range covers the sandbox uids",
+        "squat the harness's state folder before its first run",
+        "forge a deeply nested interpreter reply",
+        "swap a view for a link during the run",
+    }
+    assert folders | others <= set(attacks.ATTACKS)
+    # The process level has no mount namespace: masking is promised at the strong levels only.
+    assert all(attacks.PROMISED[name] == attacks.STRONG for name in folders)
+    assert all("namespaces" in attacks.PROMISED[name] for name in others)

@@ -24,7 +24,7 @@ SPAN = 65536
 
 RESERVED_OWNER = "omnilab"
 """The owner name of the ``/etc/subuid`` and ``/etc/subgid`` lines that reserve the range."""
-SUBID_FILES = ("/etc/subuid", "/etc/subgid")
+SUBID_FILES: tuple[str, ...] = ("/etc/subuid", "/etc/subgid")
 
 
 def _ranges(files: tuple[str, ...]) -> list[tuple[int, int, str]]:
