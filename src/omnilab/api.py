@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.base import (
     Agent,
     AgentConfigError,
@@ -31,7 +32,6 @@ from omnilab.inputs import InputSet
 from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.types import GenerateConfig
-from omnilab.sandbox import add_private_paths
 from omnilab.tools.base import Tool
 from omnilab.tools.search_choice import check_search, use_search
 from omnilab.trajectory import RunStatus, Trajectory, TrajectoryWriter

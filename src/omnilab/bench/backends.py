@@ -28,13 +28,13 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, runtime_checkable
 
+from omnilab._private_paths import add_private_paths, private_paths
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
 from omnilab.bench.task_files import finishing
 from omnilab.models.cache import flush_pending
 from omnilab.registry import Registry
-from omnilab.sandbox import add_private_paths, private_paths
 
 __all__ = [
     "BACKENDS",

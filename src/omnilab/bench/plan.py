@@ -8,12 +8,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from omnilab import __version__
+from omnilab._private_paths import add_private_paths
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import ConfigChange, RunConfig, RunDir
 from omnilab.bench.task import Task
-from omnilab.sandbox import add_private_paths
 
 __all__ = ["Rollout", "RunPlan", "plan_run"]
 

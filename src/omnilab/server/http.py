@@ -41,11 +41,11 @@ from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
-from omnilab.sandbox import add_private_paths
 from omnilab.server.guard import Guard
 from omnilab.server.policy import ClientPolicy
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
