@@ -55,7 +55,9 @@ def _candidates() -> list[Path]:
     if euid == 0 and os.path.ismount("/run") and _safe_parent(Path("/run")):
         found.append(Path("/run/omnilab"))
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and Path(runtime).is_absolute() and is_private(Path(runtime)):
+    # Not for root: its uid table must be one for every harness of the machine, whichever
+    # session (login, cron, sudo) started it.
+    if euid != 0 and runtime and Path(runtime).is_absolute() and is_private(Path(runtime)):
         found.append(Path(runtime) / "omnilab-sandbox")
     found.append(_shared())
     return found
