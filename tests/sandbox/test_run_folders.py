@@ -164,10 +164,27 @@ def test_named_paths_split_into_masks_and_hidden_files(tmp_path: Path) -> None:
 
 
 def test_doctor_names_the_run_folders(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+    from omnilab.config import get_settings
+    from omnilab.sandbox import isolation_report
+
     add_private_paths(tmp_path)
     assert str(tmp_path.resolve()) in run_folders()
     # The visible list still describes a sandbox (masks appear only for folders under /usr...).
     assert any("<workspace>" in line for line in visible_paths(IsolationLevel.NAMESPACES, True))
+    report = json.loads(CliRunner().invoke(app, ["doctor", "--json"]).output)
+    runs = os.path.realpath(get_settings().bench.runs_dir)
+    assert runs in report["private"]
+    text = CliRunner().invoke(app, ["doctor"]).output
+    assert "a run's own folders, masked in its sandboxes wherever they lie" in text
+    assert f"  - {runs}" in text
+    if isolation_report().own_uid:
+        assert report["uids"].startswith(f"[{get_settings().sandbox.uid_base}, ")
+        assert "sandbox uids: [" in text
 
 
 def test_worker_processes_get_the_named_folders() -> None:
