@@ -163,6 +163,22 @@ def test_named_paths_split_into_masks_and_hidden_files(tmp_path: Path) -> None:
         assert (masks, files) == ([], ["/etc/hostname"])
 
 
+def test_a_run_folder_inside_the_python_install_is_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.sandbox import _plan
+
+    prefix = tmp_path / "venv"
+    data = prefix / "share" / "datasets"
+    data.mkdir(parents=True)
+    monkeypatch.setattr(_plan, "_python_paths", lambda: [str(prefix)])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    add_private_paths(data)
+    plan = mount_plan(ws, as_stranger=False)
+    assert str(data) in plan.masks and (str(prefix), False) in plan.binds
+
+
 def test_doctor_names_the_run_folders(tmp_path: Path) -> None:
     import json
 

@@ -314,9 +314,11 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # The harness's folders can only be seen where they lie under a shown system folder (a
     # checkout in /usr/src, a cache under /etc): mask them there.
     masks = [f for f in _harness_folders(ws) if _under(f, plan.system) and f not in plan.system]
-    # The run's own folders (dataset, media root, --out, serve's runs), wherever they lie.
+    # The run's own folders (dataset, media root, --out, serve's runs), wherever they lie: under
+    # a system folder, or inside the Python install or omnilab's package folder (shown too).
     own, own_files = split_private(private_paths(), never=SYSTEM_DIRS, workspace=ws)
-    masks += [f for f in own if _under(f, plan.system) and f not in plan.system]
+    shown = [*plan.system, *_python_paths(), _package_folder()]
+    masks += [f for f in own if _under(f, shown) and f not in shown]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
     package = _package_folder()
     if not _under(package, [p for p, _ in needed]):
