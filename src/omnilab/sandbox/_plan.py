@@ -338,8 +338,8 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # by a mask of its folder (never masked: the system needs it): hide the file itself.
     config = os.path.realpath(config_file())
     for file in [config, *own_files]:
-        shown = _under(file, plan.system) and not _under(file, plan.masks)
-        if Path(file).is_file() and shown and file not in plan.hidden:
+        seen = _under(file, plan.system) and not _under(file, plan.masks)
+        if Path(file).is_file() and seen and file not in plan.hidden:
             plan.hidden.append(file)
     for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
         if rw or not plan._shows_host(path):
