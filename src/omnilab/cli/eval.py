@@ -32,6 +32,7 @@ from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
 from omnilab.cli._run_render import execute_with_progress, render_outcome
 from omnilab.cli.exit_codes import ExitCode
+from omnilab.terminal import inert
 
 __all__ = ["eval_"]
 
@@ -108,7 +109,8 @@ def eval_(
     )
     config = request_config(request, stored)
     if show_prompt:
-        typer.echo(preview_prompt(config))
+        # Dataset text is untrusted: its escape sequences (OSC title, clipboard) never act here.
+        typer.echo(inert(preview_prompt(config)))
         return
     run_dir = out or default_run_dir(config)
     plan = plan_run(config, run_dir, resume=resume, retry_failed=retry_failed)
