@@ -32,9 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from omnilab.errors import OmnilabError
+from omnilab.media._remote_fs import REMOTE_SCHEMES, filesystem, public_url, status_of, transient
 from omnilab.media.cache import MediaCache, private_folder
 from omnilab.media.errors import MediaError, MediaErrorCode
 
@@ -53,19 +53,6 @@ __all__ = [
     "stat_remote",
 ]
 
-# Schemes and the package that reads each (named in the one-line error when it is missing).
-REMOTE_SCHEMES: Mapping[str, str] = {
-    "http": "aiohttp",
-    "https": "aiohttp",
-    "s3": "s3fs",
-    "s3a": "s3fs",
-    "gs": "gcsfs",
-    "gcs": "gcsfs",
-    "az": "adlfs",
-    "abfs": "adlfs",
-    "abfss": "adlfs",
-}
-_EXTRA = {"s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure", "aiohttp": "http"}
 # Objects up to this size come in one request; larger ones in ranges of _CHUNK bytes.
 _CHUNK = 8 << 20
 _WORKERS = 4
@@ -124,18 +111,9 @@ def is_remote(text: str | os.PathLike[str]) -> bool:
     return bool(sep) and scheme.lower() in REMOTE_SCHEMES
 
 
-def public_url(url: str) -> str:
-    """``url`` without query, fragment and user info: what may be recorded and shown."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def stat_remote(url: str) -> ObjectVersion:
     """The object's current version and size (one request; retried on transient errors)."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     return _version(_call(url, lambda: fs.info(path)))
 
 
@@ -156,7 +134,7 @@ def fetch(
     ``UNREACHABLE`` after retries, ``CHANGED``, ``CORRUPT`` on a failed check) and
     :class:`OmnilabError` when the scheme's filesystem package is not installed.
     """
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     shown = public_url(url)
     version = _version(_call(url, lambda: fs.info(path)))
     if expect is not None and expect.tag != version.tag:
@@ -304,62 +282,6 @@ class _Download:
             )
 
 
-def _filesystem(url: str) -> tuple[AbstractFileSystem, str]:
-    scheme = url.partition("://")[0].lower()
-    package = REMOTE_SCHEMES.get(scheme)
-    if package is None:
-        raise OmnilabError(f"not a URL omnilab reads: {public_url(url)}")
-    try:
-        from fsspec.core import url_to_fs
-    except ImportError:
-        raise OmnilabError(_missing(scheme, package)) from None
-    # Making a store's client costs most of a small fetch (S3: ~0.6 s of service models), so
-    # one filesystem per scheme serves the process, made anew when the credential environment
-    # changes (fsspec's own instance cache would not notice that). The object's listing cache
-    # is dropped before each look-up, so a changed object is seen.
-    ident = (scheme, _credential_fingerprint())
-    with _FS_LOCK:
-        fs = _FILESYSTEMS.get(ident)
-    if fs is None:
-        try:
-            fs, path = url_to_fs(url, skip_instance_cache=True)
-        except ImportError:
-            raise OmnilabError(_missing(scheme, package)) from None
-        with _FS_LOCK:
-            _FILESYSTEMS[ident] = fs
-    else:
-        path = fs._strip_protocol(url)  # what url_to_fs gives (HTTP keeps the whole URL)
-    with contextlib.suppress(Exception):
-        fs.invalidate_cache(str(path))
-    return fs, str(path)
-
-
-def _missing(scheme: str, package: str) -> str:
-    return f"reading {scheme}:// URLs needs {package}: pip install 'omnilab[{_EXTRA[package]}]'"
-
-
-_FILESYSTEMS: dict[tuple[str, str], AbstractFileSystem] = {}
-_FS_LOCK = threading.Lock()
-_CREDENTIAL_PREFIXES = (
-    "AWS_",
-    "GOOGLE_",
-    "GCE_",
-    "CLOUDSDK_",
-    "AZURE_",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-)
-
-
-def _credential_fingerprint() -> str:
-    """A hash of the environment that selects endpoints and credentials (never the values)."""
-    h = hashlib.sha256()
-    for key in sorted(os.environ):
-        if key.upper().startswith(_CREDENTIAL_PREFIXES):
-            h.update(f"{key}\0{os.environ[key]}\0".encode())
-    return h.hexdigest()
-
-
 def _version(info: Mapping[str, Any]) -> ObjectVersion:
     size = info.get("size")
     if not isinstance(size, int) or size < 0:
@@ -446,11 +368,11 @@ def _call(url: str, op: Callable[[], T]) -> T:
         except Exception as exc:  # every store's client raises its own types
             # fsspec's HTTP filesystem turns any failed HEAD/GET into FileNotFoundError, with
             # the response's status on the cause: the status decides where there is one.
-            status = _status(exc)
-            if status is None and _transient(exc) and attempt < _RETRIES:
+            status = status_of(exc)
+            if status is None and transient(exc) and attempt < _RETRIES:
                 time.sleep(_BACKOFF_S * 2**attempt)
                 continue
-            if status is None and _transient(exc):
+            if status is None and transient(exc):
                 status = 503  # retried enough: reported as unreachable below
             if status in (401, 403) or (status is None and isinstance(exc, PermissionError)):
                 why = f"HTTP {status}" if status else "check the credentials"
@@ -476,40 +398,3 @@ def _call(url: str, op: Callable[[], T]) -> T:
                 ) from None
             time.sleep(_BACKOFF_S * 2**attempt)
     raise AssertionError("unreachable")
-
-
-def _transient(exc: BaseException) -> bool:
-    """A connection refused, reset or timed out anywhere in the chain (worth another try)."""
-    seen: BaseException | None = exc
-    for _ in range(5):
-        if seen is None:
-            return False
-        name = type(seen).__name__
-        if (
-            isinstance(seen, (ConnectionError, TimeoutError))
-            or "Connect" in name
-            or "Timeout" in name
-        ):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _status(exc: BaseException) -> int | None:
-    """The HTTP status behind ``exc`` or the errors it was raised from, if any says one."""
-    seen: BaseException | None = exc
-    for _ in range(5):
-        if seen is None:
-            return None
-        for attr in ("status", "status_code"):
-            value = getattr(seen, attr, None)
-            if isinstance(value, int) and 100 <= value < 600:
-                return value
-        response = getattr(seen, "response", None)
-        if isinstance(response, Mapping):  # botocore's ClientError
-            meta = response.get("ResponseMetadata", {})
-            value = meta.get("HTTPStatusCode") if isinstance(meta, Mapping) else None
-            if isinstance(value, int):
-                return value
-        seen = seen.__cause__ or seen.__context__
-    return None
