@@ -68,6 +68,12 @@ class InputFile(BaseModel):
     renamed_from: str | None = None
     """The id the dataset gave this file when another input of the task already had it (the
     file then got a suffixed id, see :func:`unique_ids`)."""
+    url: str | None = None
+    """Where the file is fetched from when it is at a URL (:mod:`omnilab.media.remote`): before
+    the task runs, the URL as the dataset gave it; once fetched where the task runs (``path``
+    is then the local copy), the URL without its query or user info (what may be recorded)."""
+    version: str | None = None
+    """The object's version the run recorded first (a resumed run refuses a changed object)."""
 
     def probe(self) -> MediaInfo:
         """The file's media facts; an error names the id and file name, never the path (its

@@ -72,6 +72,8 @@ _IDENTITY = (
     "data",
     "data_sha256",
     "media_root",
+    "media_url",
+    "allow_outside_media_root",
     "agent",
     "agent_options",
     "model",
@@ -197,6 +199,14 @@ class RunConfig(BaseModel):
     data_sha256: str = ""
     media_root: Path | None = None
     """The media folder the dataset's paths resolved against, absolute."""
+    data_url: str | None = None
+    """Where ``data`` was fetched from, when ``--data`` was a URL (without query or user info;
+    ``data`` is then the local copy in the media cache)."""
+    media_url: str | None = None
+    """The media root when it is a URL (without query or user info): each task fetches its
+    inputs beneath it where it runs."""
+    allow_outside_media_root: bool = False
+    """Whether the dataset may name media outside its media root (full URLs of other hosts)."""
     agent: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str

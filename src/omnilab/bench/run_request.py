@@ -38,8 +38,12 @@ class RunRequest:
     """The options of a run as given; ``None`` (or empty) where they were not."""
 
     dataset: str | None = None
-    data: Path | None = None
-    media_root: Path | None = None
+    data: str | Path | None = None
+    """The dataset file: a path or a URL (``s3://``, ``https://``, ...)."""
+    media_root: str | Path | None = None
+    """The media folder: a path or a URL."""
+    allow_outside_media_root: bool | None = None
+    """Whether the dataset may name media outside its media root (other hosts' URLs)."""
     agent: str | None = None
     protocol: str | None = None
     agent_options: Mapping[str, Any] = field(default_factory=dict)
@@ -126,10 +130,15 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
     budgets_given = r.max_turns or r.max_tokens or r.max_seconds
     return new_config(
         name,
-        _pick(r.data, stored, "data", None),
+        _pick(r.data, stored, "data_url" if stored and stored.data_url else "data", None),
         agent=_pick(r.agent, stored, "agent", preset.agent if preset else "tir"),
         model=_pick(r.model, stored, "model", None) or default_model_name(),
-        media_root=_pick(r.media_root, stored, "media_root", None),
+        media_root=_pick(
+            r.media_root, stored, "media_url" if stored and stored.media_url else "media_root", None
+        ),
+        allow_outside_media_root=_pick(
+            r.allow_outside_media_root, stored, "allow_outside_media_root", False
+        ),
         agent_options=_pick(dict(r.agent_options) or None, stored, "agent_options", {}),
         roles=_pick(roles or None, stored, "roles", {}),
         tools=_pick(r.tools, stored, "tools", None),
@@ -173,7 +182,12 @@ def preview_prompt(config: RunConfig) -> str:
     from omnilab.bench.scoring import AnswerSetMatch
 
     tasks = config.selection.apply(
-        load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
+        load_dataset(
+            config.dataset,
+            config.data,
+            media_root=config.media_url or config.media_root,
+            allow_outside_media_root=config.allow_outside_media_root,
+        ).tasks
     )
     if not tasks:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")

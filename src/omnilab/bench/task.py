@@ -108,5 +108,6 @@ class Task(BaseModel):
         raise KeyError(file_id)
 
     def missing_files(self) -> list[TaskFile]:
-        """Input files that are not on disk (reads the file system)."""
-        return [f for f in self.files if not f.path.is_file()]
+        """Input files that are not on disk (reads the file system). Files at URLs are not
+        checked here: they are fetched where the task runs, and a failed fetch fails it."""
+        return [f for f in self.files if f.url is None and not f.path.is_file()]

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
+from omnilab.bench.datasets.remote_load import load_with_urls
 from omnilab.bench.errors import BenchError, UnknownDatasetError
 from omnilab.config import get_settings
+from omnilab.media.remote import is_remote
+from omnilab.media.remote_paths import parent_url
 from omnilab.registry import Registry
 
 __all__ = [
@@ -95,16 +98,24 @@ def prepare_data(name: str, path: str | Path | None) -> Path:
 
 
 def load_dataset(
-    name: str, path: str | Path, *, media_root: str | Path | None = None
+    name: str,
+    path: str | Path,
+    *,
+    media_root: str | Path | None = None,
+    allow_outside_media_root: bool = False,
 ) -> DatasetLoad:
     """Load dataset ``name`` from ``path``.
 
     The media root is, in order: ``media_root``, the ``bench.media_roots`` setting for ``name``,
-    the data file's folder.
+    the data file's folder. ``path`` and ``media_root`` may be URLs (``s3://``, ``https://``,
+    ...): see :mod:`omnilab.bench.datasets.remote_load` (a full URL in the dataset must lie
+    beneath a media root URL unless ``allow_outside_media_root``).
     """
     adapter = get_dataset(name)
     root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
-    loaded = adapter.load(Path(path), media_root=Path(root) if root is not None else None)
+    if root is None and is_remote(str(path)):
+        root = parent_url(str(path))
+    loaded = load_with_urls(adapter, path, root, allow_outside_media_root=allow_outside_media_root)
     if loaded.warnings:
         fits = _formats_that_fit([t.original for t in loaded.tasks], besides=name)
         if fits:
