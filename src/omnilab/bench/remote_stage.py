@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from omnilab._atomic import write_atomic
+from omnilab._urls import public_url
 from omnilab.bench.task import Task, TaskFile
 from omnilab.errors import OmnilabError
-from omnilab.media.remote import ObjectVersion, fetch, public_url, stat_remote
 
 __all__ = ["VERSIONS_FILE", "StageError", "record_versions", "stage_task"]
 
@@ -48,6 +48,10 @@ def _read(path: Path) -> dict[str, str]:
 
 
 def _stat(url: str) -> str | None:
+    # Imported here (as below): the fetch layer loads the media package (PyAV, Pillow), which
+    # a run whose inputs are all local never needs.
+    from omnilab.media.remote import stat_remote
+
     try:
         return stat_remote(url).tag
     except OmnilabError:
@@ -101,6 +105,8 @@ def stage_task(task: Task) -> Task:
 def _stage(f: TaskFile) -> TaskFile:
     if f.url is None:
         return f
+    from omnilab.media.remote import ObjectVersion, fetch
+
     expect = ObjectVersion(f.version, -1, None) if f.version else None
     try:
         got = fetch(f.url, expect=expect)

@@ -10,37 +10,16 @@ import os
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
+from omnilab._urls import REMOTE_SCHEMES, public_url
 from omnilab.errors import OmnilabError
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
-__all__ = ["REMOTE_SCHEMES", "filesystem", "public_url", "status_of", "transient"]
+__all__ = ["filesystem", "status_of", "transient"]
 
-# Schemes and the package that reads each (named in the one-line error when it is missing).
-REMOTE_SCHEMES: Mapping[str, str] = {
-    "http": "aiohttp",
-    "https": "aiohttp",
-    "s3": "s3fs",
-    "s3a": "s3fs",
-    "gs": "gcsfs",
-    "gcs": "gcsfs",
-    "az": "adlfs",
-    "abfs": "adlfs",
-    "abfss": "adlfs",
-}
 _EXTRA = {"s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure", "aiohttp": "http"}
-
-
-def public_url(url: str) -> str:
-    """``url`` without query, fragment and user info: what may be recorded and shown."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def filesystem(url: str) -> tuple[AbstractFileSystem, str]:

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from omnilab.media._remote_fs import REMOTE_SCHEMES, filesystem, public_url, status_of, transient
+from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
+from omnilab.media._remote_fs import filesystem, status_of, transient
 from omnilab.media.cache import MediaCache, private_folder
 from omnilab.media.errors import MediaError, MediaErrorCode
 
@@ -101,14 +102,6 @@ class Fetched:
     version: ObjectVersion
     downloaded: int
     """Bytes downloaded by this call (0 on a cache hit; less than the size on a resume)."""
-
-
-def is_remote(text: str | os.PathLike[str]) -> bool:
-    """Whether ``text`` is a URL this module fetches (a local path never is)."""
-    if not isinstance(text, str):
-        return False
-    scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in REMOTE_SCHEMES
 
 
 def stat_remote(url: str) -> ObjectVersion:

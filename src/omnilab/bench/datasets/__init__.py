@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from omnilab._urls import is_remote, parent_url
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
 from omnilab.bench.datasets.remote_load import load_with_urls
 from omnilab.bench.errors import BenchError, UnknownDatasetError
 from omnilab.config import get_settings
-from omnilab.media.remote import is_remote
-from omnilab.media.remote_paths import parent_url
 from omnilab.registry import Registry
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``--data s3://bucket/bench/tasks.json`` fetches the file into the media cache and parses the
 local copy with the dataset's own adapter. When the media root is a URL (given, or by default
 the folder of a dataset at a URL), each relative media path becomes a URL beneath it, by the
-rules of :mod:`omnilab.media.remote_paths` (no ``..``, no absolute path); a full URL in a
+rules of :mod:`omnilab._urls` (no ``..``, no absolute path); a full URL in a
 dataset must lie beneath the media root URL unless ``allow_outside_media_root``, so a dataset
 never makes the harness fetch from a host of its choosing. Media files are not fetched here:
 each task fetches its own where it runs (:mod:`omnilab.bench.remote_stage`).
@@ -14,25 +14,31 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from omnilab._urls import (
+    OutsideMediaRootError,
+    beneath,
+    is_remote,
+    join_beneath,
+    parent_url,
+    public_url,
+    url_name,
+)
 from omnilab.bench.errors import DatasetError
 from omnilab.bench.task import Task, TaskFile
 from omnilab.errors import OmnilabError
-from omnilab.media.remote import fetch, is_remote, public_url
-from omnilab.media.remote_paths import (
-    OutsideMediaRootError,
-    beneath,
-    join_beneath,
-    parent_url,
-    url_name,
-)
 
 if TYPE_CHECKING:
-    from omnilab.bench.datasets import DatasetAdapter
     from omnilab.bench.datasets._common import DatasetLoad
 
 __all__ = ["RemoteInputs", "fetch_data", "load_with_urls", "remote_inputs"]
+
+
+class _Adapter(Protocol):
+    """What of a dataset adapter is used here (its ``load``)."""
+
+    def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,10 @@ def remote_inputs(data: str | Path | None, media_root: str | Path | None) -> Rem
 def fetch_data(url: str) -> Path:
     """The local copy of the dataset file at ``url`` (fetched into the media cache once);
     raises :class:`DatasetError` with one line when it cannot be fetched."""
+    # Imported here: the fetch layer loads the media package (PyAV, Pillow), which a run from
+    # local files, text-only runs above all, never needs (tests/bench/test_eval_imports.py).
+    from omnilab.media.remote import fetch
+
     try:
         return fetch(url).path
     except OmnilabError as e:
@@ -71,7 +81,7 @@ def fetch_data(url: str) -> Path:
 
 
 def load_with_urls(
-    adapter: DatasetAdapter,
+    adapter: _Adapter,
     path: str | Path,
     media_root: str | Path | None,
     *,

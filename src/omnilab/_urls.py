@@ -1,4 +1,6 @@
-"""Paths beneath a media root that is a URL: the same rules as local media roots.
+"""URLs of inputs (``https://``, ``s3://``, ``gs://``, ``az://``) as text: which strings are
+URLs omnilab fetches, their public form (what may be recorded), and paths beneath a media root
+that is a URL. Pure string work: nothing here imports a store's client or the media package.
 
 A dataset names its media; it must never make the harness fetch from an arbitrary host (a
 dataset is untrusted, and a URL it chooses could point at a cloud metadata service or an
@@ -10,13 +12,52 @@ paths explicitly. The root's own query and user info are never carried to the pa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from omnilab.errors import OmnilabError
-from omnilab.media._remote_fs import public_url
 
-__all__ = ["OutsideMediaRootError", "beneath", "join_beneath", "parent_url", "url_name"]
+__all__ = [
+    "REMOTE_SCHEMES",
+    "OutsideMediaRootError",
+    "beneath",
+    "is_remote",
+    "join_beneath",
+    "parent_url",
+    "public_url",
+    "url_name",
+]
+
+# Schemes and the package that reads each (named in the one-line error when it is missing).
+REMOTE_SCHEMES: Mapping[str, str] = {
+    "http": "aiohttp",
+    "https": "aiohttp",
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "az": "adlfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+}
+
+
+def is_remote(text: object) -> bool:
+    """Whether ``text`` is a URL omnilab fetches (a local path, or a ``Path``, never is)."""
+    if not isinstance(text, str):
+        return False
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.lower() in REMOTE_SCHEMES
+
+
+def public_url(url: str) -> str:
+    """``url`` without query, fragment and user info: what may be recorded and shown."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class OutsideMediaRootError(OmnilabError):
