@@ -139,6 +139,9 @@ class GenerateConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     stop: list[str] | None = None
     seed: int | None = None
+    send_seed: bool = True
+    """``False``: a call that sets no ``seed`` goes without one, not even the run's (presets of
+    released code that sends none); by default such a call takes the run's seed."""
     tool_choice: str | None = None
     """``auto``, ``none``, ``required`` or a tool name that must be called."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

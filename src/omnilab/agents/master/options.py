@@ -38,6 +38,14 @@ class MasterOptions(BaseModel):
     """Extra tries a stage gets after a reply that is not valid JSON for its schema, each with
     the problem stated; then the reply is recorded as a format error. The authors' README
     configures ``retry_times: 10``."""
+    max_image_input: int | None = Field(default=None, ge=1)
+    """Under the release's rules: most images or video frames one call carries (the release's
+    model config ``max_image_input``: 20 for Claude, 6 in its example config). The image agent
+    sends only its first batch, the video agent each batch in a call of its own, the replies
+    joined; unset: all in one call."""
+    max_frames_num: int = Field(default=60, ge=1)
+    """Under the release's rules: most frames of a video (one a second, else evenly spread),
+    each stretched to 336x336 (the release's ``sample_frames`` default)."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call (``max_tokens`` caps each reply); each stage adds its
     own ``response_format``."""
