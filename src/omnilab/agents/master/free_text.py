@@ -1,5 +1,5 @@
 """The release's modality-agent calls (huawei-lin/Agent-Omni ``src/subagents/*``): free text,
-one question per call, over all of the agent's inputs.
+one question per call (per batch of media, :mod:`.release_media`), the replies joined.
 
 Perception asks each modality agent "Summarize the provided video." (image, audio, text);
 execution asks each sub-question in a call of its own. The video and audio agents' calls carry

@@ -25,8 +25,9 @@ class MasterOptions(BaseModel):
     """Whose stage texts and calls: ``omnilab`` (Figures 4-7 as printed, JSON summaries and
     answers, the schema as ``response_format``) or ``release`` (huawei-lin/Agent-Omni
     ``src/nodes.py`` and ``src/subagents/*``: its prompt texts and variable rendering, one
-    free-text call per sub-question and per summary, the schema in the prompt only, an
-    unparsable reply repaired by LangChain's fixing prompt and the call made again)."""
+    free-text call per sub-question and per summary with its media, the schema in the prompt
+    only, replies read by LangChain's parser, an unparsable reply repaired by LangChain's fixing
+    prompt and the call made again, agents missing from the pool skipped)."""
     format_instructions: bool = True
     """Append the output parser's format instructions (the schema with its field descriptions)
     to the reasoning and decision system prompts, as the release does; under omnilab's rules
