@@ -56,12 +56,18 @@ def test_no_seed_and_the_stop_strings_reach_the_wire() -> None:
     preset = OtaOptions.model_validate(get_protocol("omniagent-paper").agent_options)
     with FakeOpenAIServer(default=reply_text("{}")) as fake:
         model = get_model(f"vllm:agent@{fake.base_url}", cache=False).bound(seed=7)
-        asyncio.run(model.generate([Message.user("hi")], config=preset.generate))
-        asyncio.run(model.generate([Message.user("hi")], config=GenerateConfig()))
+        two = Message(role="user", content=[Text(text="first"), Text(text="\n[NOTICE] Step 0/5.")])
+        asyncio.run(model.generate([two], config=preset.generate))
+        asyncio.run(model.generate([two], config=GenerateConfig()))
         free, seeded = fake.body(0), fake.body(1)
     assert "seed" not in free and "response_format" not in free
     assert free["stop"] == ["<|im_end|>", "```"]
     assert seeded["seed"] == 7  # omnilab's default: the run's seed on every call
+    # the release's parts, which Qwen2.5-Omni's template writes one after another
+    parts = [{"type": "text", "text": "first"}, {"type": "text", "text": "\n[NOTICE] Step 0/5."}]
+    assert free["messages"][0]["content"] == parts
+    assert "".join(p["text"] for p in parts) == "first\n[NOTICE] Step 0/5."
+    assert seeded["messages"][0]["content"] == "first\n\n[NOTICE] Step 0/5."  # one string
 
 
 def test_an_invalid_action_turns_even_the_newest_media_into_a_placeholder(

@@ -83,6 +83,7 @@ _LATER_SETTINGS = {
     "logprobs": False,
     "top_logprobs": None,
     "send_seed": True,
+    "text_parts": False,
 }
 
 

@@ -142,6 +142,11 @@ class GenerateConfig(BaseModel):
     send_seed: bool = True
     """``False``: a call that sets no ``seed`` goes without one, not even the run's (presets of
     released code that sends none); by default such a call takes the run's seed."""
+    text_parts: bool = False
+    """Send a system or user message of text only as its list of text parts, as released code
+    that builds such lists does (the server's chat template then writes the parts as it does:
+    Qwen2.5-Omni's one after another); by default one string, the parts joined by newlines,
+    which every server takes."""
     tool_choice: str | None = None
     """``auto``, ``none``, ``required`` or a tool name that must be called."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

@@ -225,28 +225,34 @@ def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]
         raise ProviderError(ErrorKind.MEDIA, f"cannot read {part.type}: {e}") from None
 
 
-def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _content(parts: list[dict[str, Any]], *, as_parts: bool = False) -> str | list[dict[str, Any]]:
     # Plain strings where possible: some servers (older llama.cpp, Ollama) only take strings.
-    if all(p["type"] == "text" for p in parts):
+    if not as_parts and all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)
     return parts
 
 
 def wire_messages(
-    messages: Sequence[Message], caps: Capabilities, model: str, *, files: bool = False
+    messages: Sequence[Message],
+    caps: Capabilities,
+    model: str,
+    *,
+    files: bool = False,
+    text_parts: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``messages`` field of a chat-completions request.
 
     With ``files``, media payloads read from files stay :class:`FileData` references, for
     :func:`~omnilab.models.providers.wire_body.stream_body` to read while sending; without it
-    they are the text itself.
+    they are the text itself. With ``text_parts`` a system or user message of text only keeps
+    its parts as a list (``GenerateConfig.text_parts``) instead of one string.
     """
-    wire = _wire_messages(messages, caps, model)
+    wire = _wire_messages(messages, caps, model, text_parts)
     return wire if files else materialize(wire)
 
 
 def _wire_messages(
-    messages: Sequence[Message], caps: Capabilities, model: str
+    messages: Sequence[Message], caps: Capabilities, model: str, text_parts: bool = False
 ) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     # User turns with the media of tool results wait until the run of tool messages ends: the
@@ -273,7 +279,11 @@ def _wire_messages(
             continue
         wire += media_turns
         media_turns = []
-        entry: dict[str, Any] = {"role": message.role, "content": _content(parts)}
+        as_parts = text_parts and message.role in ("system", "user")
+        entry: dict[str, Any] = {
+            "role": message.role,
+            "content": _content(parts, as_parts=as_parts),
+        }
         if message.role == "assistant" and message.tool_calls:
             entry["content"] = _content(parts) or None
             entry["tool_calls"] = [
