@@ -69,3 +69,16 @@ def test_a_lenient_reply_needs_no_fixing_call_and_a_bad_one_quotes_the_repr(
     assert "Error:\n--------------\nOutputParserException('Invalid json output: no json here" in (
         fixes[0][0].text
     )
+
+
+def test_without_langchain_core_the_release_rules_refuse_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from omnilab.agents import get_agent
+    from omnilab.agents.base import AgentConfigError
+    from omnilab.agents.master import lenient
+
+    monkeypatch.setattr(lenient, "available", lambda: False)
+    with pytest.raises(AgentConfigError, match=r"pip install 'omnilab\[release\]'"):
+        get_agent("master", rules="release")
+    get_agent("master")  # omnilab's rules need no langchain-core
