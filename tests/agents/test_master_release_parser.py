@@ -12,6 +12,9 @@ import pytest
 from test_master_kit import decision, model, plan, run_master
 from test_master_release import ReleasePool, notes
 
+from omnilab.agents import get_agent
+from omnilab.agents.base import AgentConfigError
+from omnilab.agents.master import lenient
 from omnilab.agents.master.lenient import langchain_parse
 from omnilab.agents.master.schemas import MasterDecisionStructure
 from omnilab.agents.master.structured import _read
@@ -74,10 +77,6 @@ def test_a_lenient_reply_needs_no_fixing_call_and_a_bad_one_quotes_the_repr(
 def test_without_langchain_core_the_release_rules_refuse_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from omnilab.agents import get_agent
-    from omnilab.agents.base import AgentConfigError
-    from omnilab.agents.master import lenient
-
     monkeypatch.setattr(lenient, "available", lambda: False)
     with pytest.raises(AgentConfigError, match=r"pip install 'omnilab\[release\]'"):
         get_agent("master", rules="release")
