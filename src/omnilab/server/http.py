@@ -46,7 +46,7 @@ from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
 from omnilab.server.guard import Guard
-from omnilab.server.policy import ClientPolicy
+from omnilab.server.policy import ClientPolicy, parse_agent_options
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
 
 __all__ = ["ClientPolicy", "create_app"]
@@ -155,12 +155,7 @@ def create_app(
         stream: Annotated[bool, Form()] = False,
     ) -> Any:
         nonlocal running
-        try:
-            options = json.loads(agent_options) if agent_options else None
-        except ValueError as e:
-            raise HTTPException(400, f"agent_options is not JSON: {e}") from None
-        if options is not None and not isinstance(options, dict):
-            raise HTTPException(400, "agent_options must be a JSON object")
+        options = parse_agent_options(agent_options)
         # The operator's choices first: nothing is written for a request that breaks them.
         if agent not in AGENTS:
             raise HTTPException(400, f"unknown agent {agent!r}; agents: {', '.join(agent_names())}")
@@ -300,7 +295,7 @@ def create_app(
         # copied input that is HTML or SVG would otherwise run script next to the API.
         return FileResponse(path, headers=_FILE_HEADERS)
 
-    return Guard(app, token=token, hosts=hosts, max_upload=limit)
+    return Guard(app, token=token, hosts=hosts, max_upload=limit, home="/v1/runs")
 
 
 _REPORT = "report"
