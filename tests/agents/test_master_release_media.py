@@ -5,6 +5,7 @@ stretched to 336x336 in batches of ``max_image_input`` (one call per batch), rep
 
 from __future__ import annotations
 
+import asyncio
 import json
 import wave
 from pathlib import Path
@@ -13,10 +14,14 @@ from PIL import Image as PILImage
 from test_master_kit import decision, model, plan, run_master
 from test_master_release import ReleasePool
 
+from omnilab.agents.master import MasterOptions
 from omnilab.agents.master.release_media import frame_times
+from omnilab.bench.protocols import get_protocol
 from omnilab.content import Audio, Image, Text
 from omnilab.media.synth import make_audio, make_image, make_video
-from omnilab.models.types import Message
+from omnilab.models.fake_server import FakeOpenAIServer, reply_text
+from omnilab.models.registry import get_model
+from omnilab.models.types import GenerateConfig, Message
 
 
 def _pool(**questions: list[str]) -> ReleasePool:
@@ -94,3 +99,18 @@ def test_video_frames_336_in_batches_one_call_each(tmp_path: Path) -> None:
             with PILImage.open(part.path) as picture:
                 assert picture.format == "PNG" and picture.size == (336, 336)
     assert all(len(user.content) == len(f) + 1 for (_, user), f in zip(calls, frames, strict=True))
+
+
+def test_the_preset_sends_audio_as_an_audio_url_data_url(tmp_path: Path) -> None:
+    preset = MasterOptions.model_validate(get_protocol("agent-omni-paper").agent_options)
+    sound = make_audio(tmp_path / "a.wav", duration=0.5)
+    message = Message(role="user", content=[Audio(path=sound), Text(text="What is heard?")])
+    with FakeOpenAIServer(default=reply_text("a tone")) as fake:
+        model = get_model(f"vllm:Qwen/Qwen2.5-Omni-7B@{fake.base_url}", cache=False)
+        asyncio.run(model.generate([message], config=preset.generate_for("audio")))
+        asyncio.run(model.generate([message], config=GenerateConfig()))
+        release_body, default_body = fake.body(0), fake.body(1)
+    audio, _ = release_body["messages"][0]["content"]
+    assert audio["type"] == "audio_url"
+    assert audio["audio_url"]["url"].startswith("data:audio/wav;base64,UklGR")  # RIFF
+    assert default_body["messages"][0]["content"][0]["type"] == "input_audio"

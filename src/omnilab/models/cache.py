@@ -84,6 +84,7 @@ _LATER_SETTINGS = {
     "top_logprobs": None,
     "send_seed": True,
     "text_parts": False,
+    "audio_url": False,
 }
 
 

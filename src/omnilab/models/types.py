@@ -147,6 +147,9 @@ class GenerateConfig(BaseModel):
     that builds such lists does (the server's chat template then writes the parts as it does:
     Qwen2.5-Omni's one after another); by default one string, the parts joined by newlines,
     which every server takes."""
+    audio_url: bool = False
+    """Send a whole WAV or MP3 file as vLLM's ``{"type": "audio_url"}`` data URL, as released
+    code built for vLLM does; by default OpenAI's ``input_audio``, which more servers take."""
     tool_choice: str | None = None
     """``auto``, ``none``, ``required`` or a tool name that must be called."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

@@ -114,10 +114,14 @@ def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, An
     return {"type": "input_audio", "input_audio": {"data": payload, "format": fmt}}
 
 
-def _audio_part(part: Audio, caps: Capabilities, model: str) -> dict[str, Any]:
+def _audio_part(part: Audio, caps: Capabilities, model: str, as_url: bool) -> dict[str, Any]:
     if not caps.audio:
         raise _unsupported(model, "audio", part.name, "audio")
-    fmt = _AUDIO_FORMATS.get(part.guess_mime("application/octet-stream"))
+    mime = part.guess_mime("application/octet-stream")
+    fmt = _AUDIO_FORMATS.get(mime)
+    if fmt is not None and part.start is None and part.end is None and as_url:
+        kind = "audio/wav" if fmt == "wav" else mime  # data:audio/wav;base64,... for a WAV
+        return {"type": "audio_url", "audio_url": {"url": _url(kind, part.path, part.data)}}
     if fmt is not None and part.start is None and part.end is None:
         return _audio_wire(part.path, part.data, fmt)
     if part.path is None:
@@ -204,7 +208,9 @@ def _document_part(part: Document, caps: Capabilities, model: str) -> dict[str, 
     return {"type": "text", "text": f"[document {part.name}]\n{text}"}
 
 
-def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]:
+def _part(
+    part: Content, caps: Capabilities, model: str, audio_url: bool = False
+) -> list[dict[str, Any]]:
     if isinstance(part, Text):
         return [{"type": "text", "text": part.text}]
     # Here, not at the top: importing the media package loads PyAV, which a text-only run (and
@@ -215,7 +221,7 @@ def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]
         if isinstance(part, Image):
             return [_image_part(part, caps, model)]
         if isinstance(part, Audio):
-            return [_audio_part(part, caps, model)]
+            return [_audio_part(part, caps, model, audio_url)]
         if isinstance(part, Video):
             return _video_parts(part, caps, model)
         return [_document_part(part, caps, model)]
@@ -239,27 +245,34 @@ def wire_messages(
     *,
     files: bool = False,
     text_parts: bool = False,
+    audio_url: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``messages`` field of a chat-completions request.
 
     With ``files``, media payloads read from files stay :class:`FileData` references, for
     :func:`~omnilab.models.providers.wire_body.stream_body` to read while sending; without it
     they are the text itself. With ``text_parts`` a system or user message of text only keeps
-    its parts as a list (``GenerateConfig.text_parts``) instead of one string.
+    its parts as a list (``GenerateConfig.text_parts``) instead of one string; with
+    ``audio_url`` a whole WAV or MP3 goes as vLLM's ``audio_url`` data URL
+    (``GenerateConfig.audio_url``) instead of ``input_audio``.
     """
-    wire = _wire_messages(messages, caps, model, text_parts)
+    wire = _wire_messages(messages, caps, model, text_parts, audio_url)
     return wire if files else materialize(wire)
 
 
 def _wire_messages(
-    messages: Sequence[Message], caps: Capabilities, model: str, text_parts: bool = False
+    messages: Sequence[Message],
+    caps: Capabilities,
+    model: str,
+    text_parts: bool = False,
+    audio_url: bool = False,
 ) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     # User turns with the media of tool results wait until the run of tool messages ends: the
     # API wants every tool message right after the assistant message that made the calls.
     media_turns: list[dict[str, Any]] = []
     for message in messages:
-        parts = [w for p in message.content for w in _part(p, caps, model)]
+        parts = [w for p in message.content for w in _part(p, caps, model, audio_url)]
         if message.role == "tool" and caps.tool_media:
             wire.append(_tool_entry(message, _content(parts)))
             continue
