@@ -20,6 +20,8 @@ FAMILIES = (
     "visibility",
     "trust",
     "servers",
+    "run_folders",
+    "totals_and_users",
 )
 """The family modules, in the table's order (a new family is added here)."""
 

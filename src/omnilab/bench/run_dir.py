@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from omnilab import __version__
 from omnilab._atomic import write_atomic
+from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail

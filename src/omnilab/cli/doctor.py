@@ -59,6 +59,15 @@ def doctor(
     console.print(f"[bold]host paths sandboxed code sees ({report.level.value}):[/]")
     for item in report.visible:
         console.print(f"  - {escape(item)}", soft_wrap=True)  # paths whole, to copy
+    console.print(
+        "[bold]a run's own folders, masked in its sandboxes wherever they lie:[/] its dataset "
+        "file and folder, --media-root, --out, serve's runs and uploads, and these:",
+        soft_wrap=True,
+    )
+    for item in report.private:
+        console.print(f"  - {escape(item)}", soft_wrap=True)
+    if report.uids:
+        console.print(f"[bold]sandbox uids:[/] {escape(report.uids)}", soft_wrap=True)
     console.print("[bold]blocked:[/]")
     for item in report.blocked:
         console.print(f"  - {escape(item)}")

@@ -41,6 +41,7 @@ from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
@@ -107,6 +108,8 @@ def create_app(
     policy = policy or ClientPolicy()
     runs_dir = runs_dir.expanduser().resolve()
     root = media_root.expanduser().resolve() if media_root is not None else None
+    # Every client's runs and uploads, and the media root: hidden from every run's sandboxes.
+    add_private_paths(runs_dir, root)
     limit = max_upload_mb << 20
     app = FastAPI(title="omnilab", docs_url=None, redoc_url=None)
     running = 0  # runs in flight; one event loop, so a plain counter is enough
