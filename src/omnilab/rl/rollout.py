@@ -56,6 +56,8 @@ class Rollout(BaseModel):
     reward_info: dict[str, Any] = Field(default_factory=dict)
     num_turns: int = 1
     """Model calls whose samples the response holds."""
+    calls: list[str] = Field(default_factory=list)
+    """The trajectory's model-call events those samples came from, in order."""
     trajectory: str = ""
     """The trajectory file the rollout was read from."""
 
@@ -113,6 +115,7 @@ def _rollout(result: TaskResult, path: Path, k: int, seq: TokenSequence) -> Roll
         reward=result.score.value if result.score is not None else 0.0,
         reward_info=_reward_info(result),
         num_turns=seq.calls,
+        calls=seq.call_ids,
         trajectory=str(path),
     )
 

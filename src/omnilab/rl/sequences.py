@@ -32,8 +32,13 @@ class TokenSequence:
     response_ids: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
     response_logprobs: list[float] = field(default_factory=list)
-    calls: int = 1
-    """Model calls whose samples the sequence holds."""
+    call_ids: list[str] = field(default_factory=list)
+    """The trajectory events of the model calls whose samples the sequence holds, in order."""
+
+    @property
+    def calls(self) -> int:
+        """Model calls whose samples the sequence holds."""
+        return len(self.call_ids)
 
     @property
     def ids(self) -> list[int]:
@@ -50,21 +55,21 @@ class TokenSequence:
             self.response_ids[:keep],
             mask,
             self.response_logprobs[:keep],
-            calls=runs,
+            self.call_ids[:runs],
         )
 
-    def _add_sample(self, trace: TokenTrace) -> None:
+    def _add_sample(self, call: str, trace: TokenTrace) -> None:
+        self.call_ids.append(call)
         sampled = trace.sampled()
         self.response_ids += sampled
         self.response_mask += [1] * len(sampled)
         self.response_logprobs += trace.sampled_logprobs()
 
-    def _extend(self, tail: list[int], trace: TokenTrace) -> None:
+    def _extend(self, call: str, tail: list[int], trace: TokenTrace) -> None:
         self.response_ids += tail
         self.response_mask += [0] * len(tail)
         self.response_logprobs += [0.0] * len(tail)
-        self._add_sample(trace)
-        self.calls += 1
+        self._add_sample(call, trace)
 
 
 def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
@@ -79,7 +84,7 @@ def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
         tail = trace.prompt_tail()
         if trace.base is None:
             seq = TokenSequence(trace.tokenizer, tail)
-            seq._add_sample(trace)
+            seq._add_sample(call.id, trace)
             found.append(seq)
             ends[trace.sequence] = len(found) - 1
             continue
@@ -94,6 +99,6 @@ def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
             seq = seq._cut(trace.base_len)
             found.append(seq)
             at = len(found) - 1
-        seq._extend(tail, trace)
+        seq._extend(call.id, tail, trace)
         ends[trace.sequence] = at
     return found
