@@ -48,7 +48,9 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
 
     model, tokenizer = _smollm2()
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    tasks = [(f"What is {a} plus {a + 1}? Reply with the number.", str(2 * a + 1)) for a in range(4)]
+    tasks = [
+        (f"What is {a} plus {a + 1}? Reply with the number.", str(2 * a + 1)) for a in range(4)
+    ]
     data = Dataset.from_dict(
         {"prompt": [[{"role": "user", "content": q}] for q, _ in tasks],
          "answer": [a for _, a in tasks]}
