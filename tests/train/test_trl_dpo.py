@@ -72,7 +72,9 @@ def test_dpo_trains_on_the_pairs_completions_only(tmp_path: Path, test_tool: Too
     batch = trainer.data_collator([trainer.train_dataset[0]])
     ids, mask = batch["input_ids"], batch["completion_mask"]
     covered = [
-        "".join(tokenizer.convert_ids_to_tokens([int(t) for t, m in zip(row, keep) if m]))
+        "".join(
+            tokenizer.convert_ids_to_tokens([int(t) for t, m in zip(row, keep, strict=True) if m])
+        )
         for row, keep in zip(ids.tolist(), mask.tolist(), strict=True)
     ]
     # The chosen half, then the rejected half: each exactly its assistant turn as rendered (with
