@@ -36,8 +36,14 @@ __all__ = ["Sampled", "TokenBackend", "TokenLedger", "TokenPrompt", "token_exact
 
 Chat = list[dict[str, Any]]
 
-# Providers with a token-exact adapter: "module:function" taking the plain adapter.
-_EXACT = {"local": "omnilab.models.providers.local_tokens:exact"}
+# Providers with a token-exact adapter: "module:function" taking the plain adapter (and, for
+# servers, the tokenizer).
+_SERVER = "omnilab.models.providers.server_tokens:exact"
+_EXACT = {
+    "local": "omnilab.models.providers.local_tokens:exact",
+    "vllm": _SERVER,
+    "sglang": _SERVER,
+}
 
 _SENTINEL = "\x00omnilab-turn\x00"
 
@@ -143,9 +149,13 @@ class TokenLedger:
             self._seen.popitem(last=False)
 
 
-def token_exact(model: Model) -> Model:
+def token_exact(model: Model, *, tokenizer: Any = None) -> Model:
     """A view of ``model`` whose calls are token-exact (each output carries ``tokens``); the
     response cache is off for it (a cached answer has no sequence to continue).
+
+    ``local:`` models use the GGUF's own tokenizer and template. ``vllm:`` and ``sglang:``
+    servers take ``tokenizer``: a :class:`TokenBackend`, a Hugging Face tokenizer, or its name
+    or folder (default: the served model's id, loaded with ``transformers``).
 
     Raises :class:`~omnilab.models.errors.ModelConfigError` for a provider without a
     token-exact adapter.
@@ -161,5 +171,5 @@ def token_exact(model: Model) -> Model:
     module, _, function = target.partition(":")
     make = getattr(importlib.import_module(module), function)
     view = model.bound(cache=False)
-    view.adapter = make(model.adapter)
+    view.adapter = make(model.adapter) if target != _SERVER else make(model.adapter, tokenizer)
     return view
