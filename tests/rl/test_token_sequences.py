@@ -97,6 +97,9 @@ class ChatML:
     async def encode(self, text: str, *, first: bool) -> list[int]:
         return [ord(c) for c in text]
 
+    async def decode(self, ids: list[int]) -> str:
+        return "".join(chr(i) for i in ids)
+
     async def end_of_turn(self) -> tuple[int, str]:
         return ord("|"), "|"
 

@@ -64,6 +64,10 @@ class TokenBackend(Protocol):
         """Token ids of ``text`` (special tokens parsed; BOS added when ``first``)."""
         ...
 
+    async def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens written out)."""
+        ...
+
     async def end_of_turn(self) -> tuple[int, str]:
         """The end-of-generation id and its text."""
         ...

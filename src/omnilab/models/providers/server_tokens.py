@@ -1,83 +1,26 @@
 """Token-in/token-out calls to an OpenAI-compatible server (vLLM, SGLang), the chat template
 applied on the client side.
 
-The policy's tokenizer (a Hugging Face tokenizer, :class:`HFTokenizer`, or any
-:class:`~omnilab.models.tokens.TokenBackend`) renders the conversation; a
-:class:`~omnilab.models.tokens.TokenLedger` keeps it one growing sequence; the ids go to the
-server's ``/completions`` with the prompt as a list of token ids, asking for the sampled ids
+The policy's tokenizer (a Hugging Face tokenizer or any
+:class:`~omnilab.models.tokens.TokenBackend`) renders the conversation and
+:class:`~omnilab.models.token_adapter.TokenAdapter` keeps it one growing sequence; the ids go to
+the server's ``/completions`` with the prompt as a list of token ids, asking for the sampled ids
 (vLLM's ``return_token_ids``; its ``return_tokens_as_token_ids`` logprob tokens ``token_id:N``
-are read too) and one logprob per sampled token. Tools are described in the system prompt and
-calls are read back from the text (Hermes ``<tool_call>`` blocks), as for servers without native
-tool calls. Text only: media parts are refused.
+are read too) and one logprob per sampled token.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any
 
-from omnilab.content import Text
 from omnilab.models.errors import ErrorKind, ProviderError
-from omnilab.models.parsing import postprocess
 from omnilab.models.providers.openai import OpenAIAdapter
 from omnilab.models.providers.openai_http import ChatHTTP, HTTPStatusError
-from omnilab.models.providers.openai_wire import tool_prompt
-from omnilab.models.token_trace import TokenTrace
-from omnilab.models.tokens import Chat, TokenBackend, TokenLedger
-from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
+from omnilab.models.token_adapter import HFTokenizer, TokenAdapter
+from omnilab.models.tokens import Sampled, TokenBackend
+from omnilab.models.types import GenerateConfig
 
-__all__ = ["HFTokenizer", "ServerTokenAdapter", "exact", "server_chat"]
-
-
-class HFTokenizer:
-    """A Hugging Face tokenizer (anything with ``apply_chat_template``, ``encode`` and
-    ``eos_token``) as a :class:`~omnilab.models.tokens.TokenBackend`."""
-
-    def __init__(self, tokenizer: Any, name: str | None = None) -> None:
-        self.hf = tokenizer
-        self.tokenizer = f"hf:{name or getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
-
-    async def render(self, chat: Chat, *, generation: bool) -> tuple[str, bool]:
-        """The tokenizer's chat template applied to ``chat`` (it writes its own BOS)."""
-        text = self.hf.apply_chat_template(chat, tokenize=False, add_generation_prompt=generation)
-        return str(text), True
-
-    async def encode(self, text: str, *, first: bool) -> list[int]:
-        """Ids of ``text`` (special tokens in the text parsed as such)."""
-        return [int(t) for t in self.hf.encode(text, add_special_tokens=first)]
-
-    async def end_of_turn(self) -> tuple[int, str]:
-        """The end-of-sequence id and text."""
-        return int(self.hf.eos_token_id), str(self.hf.eos_token)
-
-
-def server_chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Chat:
-    """The messages as plain chat dicts for a chat template: tool calls written as Hermes
-    ``<tool_call>`` blocks in the assistant's text, tools described in the system prompt."""
-    chat: Chat = []
-    for m in messages:
-        if any(not isinstance(p, Text) for p in m.content):
-            raise ProviderError(
-                ErrorKind.UNSUPPORTED_MEDIA, "token-exact server calls take text only"
-            )
-        text = m.text
-        if m.role == "assistant" and m.tool_calls:
-            blocks = [
-                "<tool_call>\n"
-                + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
-                + "\n</tool_call>"
-                for c in m.tool_calls
-            ]
-            text = "\n".join([text, *blocks]).strip()
-        chat.append({"role": m.role, "content": text})
-    if tools:
-        described = tool_prompt(tools)
-        if chat and chat[0]["role"] == "system":
-            chat[0] = {"role": "system", "content": f"{chat[0]['content']}\n\n{described}"}
-        else:
-            chat.insert(0, {"role": "system", "content": described})
-    return chat
+__all__ = ["ServerTokenAdapter", "exact"]
 
 
 def _sampled(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
@@ -102,16 +45,15 @@ def _sampled(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
     return ids, values
 
 
-class ServerTokenAdapter:
+class ServerTokenAdapter(TokenAdapter):
     """An OpenAI-compatible endpoint called with token ids through ``/completions``."""
 
     def __init__(self, plain: OpenAIAdapter, backend: TokenBackend) -> None:
+        super().__init__(backend)
         self.plain = plain
         self.capabilities = plain.capabilities
         self.endpoint = plain.endpoint
         self.secrets = plain.secrets
-        self.backend = backend
-        self.ledger = TokenLedger(backend)
         self._http = ChatHTTP(plain.base_url, plain._api_key)
         self._http.url = plain.base_url.rstrip("/") + "/completions"
 
@@ -131,16 +73,11 @@ class ServerTokenAdapter:
         body.update(config.extra_body)
         return body
 
-    async def generate(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
-    ) -> ModelOutput:
-        """One token-in/token-out call continuing the conversation's sequence."""
-        offered = list(tools) if config.tool_choice != "none" else []
-        chat = server_chat(messages, offered)
-        prompt = await self.ledger.prompt(chat)
+    async def sample(self, ids: list[int], config: GenerateConfig) -> Sampled:
+        """One ``/completions`` request with a token-id prompt."""
         try:
             reply = await self._http.post(
-                self._body(prompt.ids, config), timeout_s=config.timeout_s or 120.0
+                self._body(ids, config), timeout_s=config.timeout_s or 120.0
             )
         except HTTPStatusError as e:
             raise ProviderError(
@@ -149,28 +86,8 @@ class ServerTokenAdapter:
         if not isinstance(reply, dict) or not reply.get("choices"):
             raise ProviderError(ErrorKind.SERVER, "the server's /completions reply has no choices")
         choice = reply["choices"][0]
-        ids, logprobs = _sampled(choice)
-        eot, eot_text = await self.backend.end_of_turn()
-        closed = bool(ids) and ids[-1] == eot
-        text = str(choice.get("text") or "")
-        if closed and text.endswith(eot_text):
-            text = text[: -len(eot_text)]
-        raw = ModelOutput(
-            message=Message(role="assistant", content=[Text(text=text)] if text else []),
-            usage=Usage(prompt_tokens=len(prompt.ids), completion_tokens=len(ids)),
-            finish_reason=choice.get("finish_reason"),
-            response_id=reply.get("id"),
-            model=reply.get("model"),
-        )
-        # Calls are read from the text now, so the conversation the agent continues is the one
-        # remembered here (the Model's own pass finds nothing more to do).
-        output = postprocess(raw, offered)
-        trace = TokenTrace.build(
-            self.backend.tokenizer, prompt.ids, ids, logprobs, base_len=prompt.base_len
-        )
-        answered = server_chat([*messages, output.message], offered)
-        self.ledger.remember(answered, [*prompt.ids, *ids], closed=closed)
-        return output.model_copy(update={"tokens": trace})
+        sampled, logprobs = _sampled(choice)
+        return Sampled(sampled, logprobs, str(choice.get("finish_reason") or "stop"))
 
 
 def exact(plain: Any, tokenizer: Any = None) -> ServerTokenAdapter:
