@@ -2,12 +2,14 @@
 
 Both paths run the same generated tasks with the same agent, model, budgets and seeds, one after
 the other in one process (each path runs once unmeasured first, to load its model into the
-worker): ``omnilab.bench.runner.evaluate`` with the plain embedded model, then
+worker). The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
+empty replies), so besides CPU per rollout the table gives CPU per model call and per generated
+token, the fair comparison: ``omnilab.bench.runner.evaluate`` with the plain embedded model, then
 ``omnilab.rl.rollout`` through its token-exact twin. CPU seconds count this process and the
 llama.cpp worker process (read from ``/proc``). The token-exact path loads the model with logits
 for every position (``logits_all``: the logprob of each sampled id needs them), renders the
 template and tokenizes in the worker, and stores ids in the trajectory. The target is <= 10 %
-more CPU per rollout.
+more CPU (per generated token, with this caveat).
 
 Usage::
 
@@ -26,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from omnilab.agents.base import Budgets
+from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import Components, evaluate, new_config
 from omnilab.models import get_model
 from omnilab.models.providers import local_runtime
@@ -61,10 +64,17 @@ def _tasks(folder: Path, count: int) -> Path:
     return data
 
 
-async def _measure(run: Callable[[], Awaitable[int]]) -> tuple[float, float, int]:
+def _counts(run: Path) -> tuple[int, int, int]:
+    """Rollouts, model calls and completion tokens of a run folder."""
+    results = RunDir(run).results()
+    calls = sum(r.model_calls for r in results)
+    return len(results), calls, sum(r.usage.completion_tokens for r in results)
+
+
+async def _measure(run: Callable[[], Awaitable[Path]]) -> tuple[float, float, tuple[int, int, int]]:
     wall, cpu = time.perf_counter(), _cpu()
-    done = await run()
-    return time.perf_counter() - wall, _cpu() - cpu, done
+    folder = await run()
+    return time.perf_counter() - wall, _cpu() - cpu, _counts(folder)
 
 
 async def main() -> None:
@@ -81,7 +91,7 @@ async def main() -> None:
     budgets = Budgets(max_turns=1)
     runs = 0
 
-    async def plain() -> int:
+    async def plain() -> Path:
         nonlocal runs
         runs += 1
         config = new_config(
@@ -89,30 +99,31 @@ async def main() -> None:
             budgets=budgets, samples=args.samples, cache=False, tools=[],
         )  # fmt: skip
         model = get_model(args.model, cache=False)
-        outcome = await evaluate(config, root / f"plain-{runs}", components=Components(model=model))
-        return outcome.ran
+        await evaluate(config, root / f"plain-{runs}", components=Components(model=model))
+        return root / f"plain-{runs}"
 
-    async def exact() -> int:
+    async def exact() -> Path:
         nonlocal runs
         runs += 1
-        found = await rollout(
+        await rollout(
             "jsonl", data=data, agent="tir", model=args.model, samples=args.samples,
             run_dir=root / f"exact-{runs}", agent_options=options, budgets=budgets, tools=[],
         )  # fmt: skip
-        return len({(r.task_id, r.sample) for r in found})
+        return root / f"exact-{runs}"
 
     await plain()  # load each model once before measuring
     await exact()
     figures = {"plain eval": await _measure(plain), "token-exact": await _measure(exact)}
     print(f"{args.tasks} tasks x {args.samples} samples, {args.model}, tir, 1 turn")
-    print(f"{'path':<12} {'rollouts':>8} {'per s':>7} {'CPU s/rollout':>14}")
-    for name, (wall, cpu, done) in figures.items():
-        print(f"{name:<12} {done:>8} {done / wall:>7.3f} {cpu / max(done, 1):>14.2f}")
-    base = figures["plain eval"][1] / max(figures["plain eval"][2], 1)
-    cost = figures["token-exact"][1] / max(figures["token-exact"][2], 1)
-    print(
-        f"token-exact CPU overhead per rollout: {100 * (cost / base - 1):+.1f} % (target <= 10 %)"
-    )
+    print(f"{'path':<12} {'rollouts':>8} {'per s':>7} {'CPU s/rollout':>14} {'CPU s/call':>11} "
+          f"{'CPU ms/token':>13}")  # fmt: skip
+    per_token = {}
+    for name, (wall, cpu, (done, calls, tokens)) in figures.items():
+        per_token[name] = cpu / max(tokens, 1)
+        print(f"{name:<12} {done:>8} {done / wall:>7.3f} {cpu / max(done, 1):>14.2f} "
+              f"{cpu / max(calls, 1):>11.2f} {1000 * per_token[name]:>13.1f}")  # fmt: skip
+    overhead = 100 * (per_token["token-exact"] / per_token["plain eval"] - 1)
+    print(f"token-exact CPU overhead per generated token: {overhead:+.1f} % (target <= 10 %)")
 
 
 if __name__ == "__main__":
