@@ -7,14 +7,16 @@ the policy's."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import socket
 from typing import Any
 
+import pytest
 from aiohttp import web
 from test_token_sequences import ChatML
 
-from omnilab.models import ModelOutput, get_model
+from omnilab.models import ModelConfigError, ModelOutput, get_model
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.tokens import token_exact
 from omnilab.models.types import Message, ToolSpec
@@ -97,3 +99,11 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
     )
     assert seq.ids == seen[1]["prompt"] + _ids(REPLIES[1])
     assert json.loads(json.dumps(second.model_dump(mode="json")))["tokens"]["base"] is not None
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is not None, reason="transformers is installed"
+)
+def test_a_server_policy_without_its_tokenizer_is_one_line() -> None:
+    with pytest.raises(ModelConfigError, match="needs the policy's tokenizer"):
+        token_exact(get_model("vllm:policy@http://127.0.0.1:9/v1"))

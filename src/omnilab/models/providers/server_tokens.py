@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnilab.models.errors import ErrorKind, ProviderError
+from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.providers.openai import OpenAIAdapter
 from omnilab.models.providers.openai_http import ChatHTTP, HTTPStatusError
 from omnilab.models.token_adapter import HFTokenizer, TokenAdapter
@@ -90,6 +90,23 @@ class ServerTokenAdapter(TokenAdapter):
         return Sampled(sampled, logprobs, str(choice.get("finish_reason") or "stop"))
 
 
+def _hf_tokenizer(model: str, name: str) -> Any:
+    try:
+        from transformers import AutoTokenizer  # optional: omnilab[train]
+    except ImportError:
+        raise ModelConfigError(
+            model,
+            "a token-exact server call needs the policy's tokenizer (transformers)",
+            advice="pip install 'omnilab[train]', or pass tokenizer= to token_exact",
+        ) from None
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as e:
+        raise ModelConfigError(
+            model, f"cannot load the tokenizer {name!r} ({e})", advice="pass tokenizer="
+        ) from None
+
+
 def exact(plain: Any, tokenizer: Any = None) -> ServerTokenAdapter:
     """The token-exact twin of an OpenAI-compatible adapter; ``tokenizer`` is a
     :class:`~omnilab.models.tokens.TokenBackend`, a Hugging Face tokenizer, or the name or
@@ -99,9 +116,7 @@ def exact(plain: Any, tokenizer: Any = None) -> ServerTokenAdapter:
     if tokenizer is None:
         tokenizer = plain.model_id
     if isinstance(tokenizer, str):
-        from transformers import AutoTokenizer  # optional: omnilab[train]
-
-        tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(tokenizer), tokenizer)
+        tokenizer = HFTokenizer(_hf_tokenizer(plain.name, tokenizer), tokenizer)
     elif not hasattr(tokenizer, "render"):
         tokenizer = HFTokenizer(tokenizer)
     return ServerTokenAdapter(plain, tokenizer)
