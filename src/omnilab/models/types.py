@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from omnilab._ids import new_id
 from omnilab.content import Content, Text, as_parts
+from omnilab.models.token_trace import TokenTrace
 
 __all__ = [
     "GenerateConfig",
@@ -233,6 +234,9 @@ class ModelOutput(BaseModel):
     logprobs: list[TokenLogprob] | None = None
     """Per generated token, when ``GenerateConfig.logprobs`` asked for them and the provider
     reports them; ``None`` otherwise."""
+    tokens: TokenTrace | None = None
+    """The prompt's and the sample's token ids with their logprobs, when the call went through
+    a token-exact adapter (:func:`omnilab.models.tokens.token_exact`); ``None`` otherwise."""
 
     @property
     def text(self) -> str:
