@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from omnilab._urls import is_remote
 from omnilab.content import Audio, Document, Image, MediaContent, Video
 from omnilab.errors import OmnilabError
 
@@ -179,6 +180,16 @@ def _detect_kind(path: Path) -> FileKind:
         return guessed
 
 
+def _fetched(url: str) -> tuple[Path, str]:
+    """The local copy of the input at ``url`` and its public URL (one-line errors)."""
+    # Imported here: the fetch layer loads the media package, which callers that only build
+    # sets from local files never need.
+    from omnilab.media.remote import fetch
+
+    got = fetch(url)
+    return got.path, got.url
+
+
 class InputSet:
     """The inputs of one task, addressable by id or file name only."""
 
@@ -197,14 +208,25 @@ class InputSet:
         counts: dict[str, int] = {}
         files: list[InputFile] = []
         for given in paths:
-            path = Path(given).expanduser()
+            url: str | None = None
+            if is_remote(given):
+                # A URL (s3://, https://, ...) is fetched into the media cache first; only its
+                # public form (no query, no user info) is kept, as ``given`` and ``url``.
+                path, url = _fetched(str(given))
+                given = url
+            else:
+                path = Path(given).expanduser()
             if not path.is_file():
                 raise InputMissingError(f"input file not found: {given} (check the path)")
             kind = _detect_kind(path)
             counts[kind] = counts.get(kind, 0) + 1
             files.append(
                 InputFile(
-                    id=f"{kind}_{counts[kind]}", kind=kind, path=path.resolve(), given=str(given)
+                    id=f"{kind}_{counts[kind]}",
+                    kind=kind,
+                    path=path.resolve(),
+                    given=str(given),
+                    url=url,
                 )
             )
         return cls(files)

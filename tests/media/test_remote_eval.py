@@ -180,3 +180,26 @@ def test_a_dataset_cannot_make_omnilab_fetch_from_a_host_of_its_choosing(tmp_pat
     ]
     assert inside.media_url == "s3://bench/media" and not inside.missing_media
     assert "SIGNED" not in inside.model_dump_json()
+
+
+def test_ask_about_a_file_at_a_signed_url(tmp_path: Path) -> None:
+    from omnilab.api import ask
+
+    picture = synth.make_image(tmp_path / "pic.png", size=(32, 32), index=1).read_bytes()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["<answer>one</answer>"]))
+    with http_store() as store:
+        store.objects["pics/pic.png"] = picture
+        result = ask(
+            [store.url("pics/pic.png", "X-Amz-Signature=SIGNED")],
+            "How many?",
+            model=f"scripted:{script}",
+            run_dir=tmp_path / "run",
+        )
+    assert result.answer == "one"
+    start = result.trajectory.run_start
+    assert start is not None
+    (image,) = start.inputs
+    assert image.kind == "image" and image.url == f"{store.base}/pics/pic.png"
+    assert image.given == image.url and image.path.read_bytes() == picture
+    _no_secret_under(tmp_path / "run")

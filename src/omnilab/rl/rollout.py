@@ -166,10 +166,10 @@ async def rollout(
     policy = _policy(model)
     config = new_config(
         tasks,
-        Path(data) if data is not None else None,
+        data,  # a path or a URL (new_config fetches a dataset at a URL)
         agent=agent,
         model=policy.name,
-        media_root=Path(media_root) if media_root is not None else None,
+        media_root=media_root,
         agent_options=agent_options,
         tools=tools,
         scorer=scorer,
