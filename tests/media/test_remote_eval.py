@@ -203,3 +203,67 @@ def test_ask_about_a_file_at_a_signed_url(tmp_path: Path) -> None:
     assert image.kind == "image" and image.url == f"{store.base}/pics/pic.png"
     assert image.given == image.url and image.path.read_bytes() == picture
     _no_secret_under(tmp_path / "run")
+
+
+def test_the_cli_takes_urls_for_eval_and_ask(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab.cli.main import app
+    from omnilab.config import get_settings
+
+    monkeypatch.setenv("OMNILAB_AGENTS__RUNS_DIR", str(tmp_path / "ask"))
+    get_settings.cache_clear()
+
+    local, model = _bench(tmp_path, 2)
+    runner = CliRunner()
+    with http_store() as store:
+        for path in local.rglob("*"):
+            if path.is_file():
+                store.objects[f"b/{path.relative_to(local).as_posix()}"] = path.read_bytes()
+        evaluated = runner.invoke(
+            app,
+            [
+                "eval",
+                "jsonl",
+                "--data",
+                store.url("b/tasks.jsonl"),
+                "--model",
+                model,
+                "--out",
+                str(tmp_path / "run"),
+                "--no-progress",
+            ],
+        )
+        outside = runner.invoke(
+            app,
+            [
+                "eval",
+                "jsonl",
+                "--data",
+                store.url("b/tasks.jsonl"),
+                "--model",
+                model,
+                "--media-root",
+                store.url("b/videos/"),
+                "--out",
+                str(tmp_path / "run2"),
+            ],
+        )
+        asked = runner.invoke(
+            app,
+            ["ask", store.url("b/audios/a0.wav", "sig=SIGNED"), "What is it?", "--model", model],
+        )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert sorted(r.task_id for r in RunDir(tmp_path / "run").results() if r.judged) == ["q0", "q1"]
+    config = RunDir(tmp_path / "run").read_config()
+    assert config.data_url == store.url("b/tasks.jsonl") and config.media_url == store.url("b/")
+    # The dataset's paths (videos/v0.mp4) lie beneath b/videos/ only as b/videos/videos/...
+    assert outside.exit_code != 0
+    assert "cannot fetch input v0" in (tmp_path / "run2" / "results.jsonl").read_text()
+    assert asked.exit_code == 0, asked.output
+    assert "SIGNED" not in asked.output
+    (trajectory,) = (tmp_path / "ask").rglob("trajectory.jsonl")
+    assert f"{store.base}/b/audios/a0.wav" in trajectory.read_text()
+    _no_secret_under(tmp_path / "ask")
