@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from omnilab._urls import is_remote
+from omnilab._urls import is_remote, url_name
 from omnilab.content import Audio, Document, Image, MediaContent, Video
 from omnilab.errors import OmnilabError
 
@@ -185,9 +185,10 @@ def _fetched(url: str) -> tuple[Path, str]:
     # Imported here: the fetch layer loads the media package, which callers that only build
     # sets from local files never need.
     from omnilab.media.remote import fetch
+    from omnilab.media.remote_named import named_copy
 
     got = fetch(url)
-    return got.path, got.url
+    return named_copy(got.path, url_name(got.url)), got.url
 
 
 class InputSet:

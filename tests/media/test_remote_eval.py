@@ -97,6 +97,7 @@ def test_eval_from_a_bucket_gives_the_results_of_a_local_run(
     assert video.url == "s3://bench/videos/v1.mp4"
     assert video.path.read_bytes() == (local / "videos" / "v1.mp4").read_bytes()
     assert video.path.is_relative_to(tmp_path / "cache" / "media")
+    assert video.path.name == "v1.mp4"  # the name a local run shows the model, not the key
     versions = json.loads((run.path / "remote.json").read_text())["versions"]
     assert set(versions) == {
         f"s3://bench/{kind}/{name}{i}.{ext}"
@@ -251,6 +252,18 @@ def test_the_cli_takes_urls_for_eval_and_ask(
                 str(tmp_path / "run2"),
             ],
         )
+        preview = runner.invoke(
+            app,
+            [
+                "eval",
+                "jsonl",
+                "--data",
+                store.url("b/tasks.jsonl"),
+                "--model",
+                model,
+                "--show-prompt",
+            ],
+        )
         asked = runner.invoke(
             app,
             ["ask", store.url("b/audios/a0.wav", "sig=SIGNED"), "What is it?", "--model", model],
@@ -262,8 +275,31 @@ def test_the_cli_takes_urls_for_eval_and_ask(
     # The dataset's paths (videos/v0.mp4) lie beneath b/videos/ only as b/videos/videos/...
     assert outside.exit_code != 0
     assert "cannot fetch input v0" in (tmp_path / "run2" / "results.jsonl").read_text()
+    assert preview.exit_code == 0, preview.output
+    assert "v0.mp4" in preview.output
     assert asked.exit_code == 0, asked.output
     assert "SIGNED" not in asked.output
     (trajectory,) = (tmp_path / "ask").rglob("trajectory.jsonl")
     assert f"{store.base}/b/audios/a0.wav" in trajectory.read_text()
     _no_secret_under(tmp_path / "ask")
+
+
+def test_named_links_share_the_entry_s_bytes_and_go_with_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from omnilab.media import remote_named
+
+    root = tmp_path / "media"
+    (root / "ab").mkdir(parents=True)
+    entry, other = root / "ab" / "r-ab1.mp4", root / "ab" / "r-ab2.wav"
+    entry.write_bytes(b"video bytes")
+    other.write_bytes(b"audio bytes")
+    link = remote_named.named_copy(entry, "v1.mp4")
+    assert link == root / ".named" / "r-ab1" / "v1.mp4"
+    assert link.read_bytes() == b"video bytes" and entry.stat().st_nlink == 2
+    assert remote_named.named_copy(entry, "v1.mp4") == link
+    entry.unlink()  # evicted by the cache's LRU bound
+    monkeypatch.setattr(remote_named, "_SWEPT", set())  # a new process
+    remote_named.named_copy(other, "a1.wav")
+    assert not link.exists() and not link.parent.exists()
+    assert (root / ".named" / "r-ab2" / "a1.wav").read_bytes() == b"audio bytes"

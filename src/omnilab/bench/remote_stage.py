@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from omnilab._atomic import write_atomic
-from omnilab._urls import public_url
+from omnilab._urls import public_url, url_name
 from omnilab.bench.task import Task, TaskFile
 from omnilab.errors import OmnilabError
 
@@ -106,10 +106,12 @@ def _stage(f: TaskFile) -> TaskFile:
     if f.url is None:
         return f
     from omnilab.media.remote import ObjectVersion, fetch
+    from omnilab.media.remote_named import named_copy
 
     expect = ObjectVersion(f.version, -1, None) if f.version else None
     try:
         got = fetch(f.url, expect=expect)
     except OmnilabError as e:
         raise StageError(f"cannot fetch input {f.id}: {e}") from None
-    return f.model_copy(update={"path": got.path, "url": got.url, "version": got.version.tag})
+    path = named_copy(got.path, url_name(got.url))
+    return f.model_copy(update={"path": path, "url": got.url, "version": got.version.tag})

@@ -178,6 +178,7 @@ def preview_prompt(config: RunConfig) -> str:
     # only, and `omnilab eval` imports this module on every start.
     from omnilab.bench.datasets import load_dataset
     from omnilab.bench.preview import first_prompt, render_prompt
+    from omnilab.bench.remote_stage import stage_task
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
@@ -193,5 +194,6 @@ def preview_prompt(config: RunConfig) -> str:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
-    prompt = asyncio.run(first_prompt(executor, tasks[0]))
+    # Inputs at URLs are fetched here, as the task would fetch them where it runs.
+    prompt = asyncio.run(first_prompt(executor, stage_task(tasks[0])))
     return render_prompt(prompt)
