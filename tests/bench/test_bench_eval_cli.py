@@ -287,3 +287,29 @@ def test_score_under_the_reference_rules(finished_run: Path, tmp_path: Path) -> 
     assert ref["summary"]["pass_at_1"]["correct"] == 6
     assert ref["summary"]["rules"]["reference"]["correct"] == 6
     assert "use strict or reference" in failure("score", finished_run, "--rules", "lenient")
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path: Path, media: dict[str, Path]) -> None:
+    """Issue 44.14: ``kill PID`` (SIGTERM) exits 130 with the resume line, and the in-flight
+    trajectories end with ``run_end``, as Ctrl-C does."""
+    data = write_dataset(tmp_path, media, 2)
+    model = write_script(tmp_path / "agent.json", [{"timeout": True, "seconds": 60}] * 4)
+    judge = write_script(tmp_path / "judge.json", ["Incorrect"] * 2)
+    out = tmp_path / "run"
+    proc = start(*eval_args(data, model, judge, out), "--concurrency", "2", "--no-progress")
+    deadline = time.monotonic() + 60
+    files: list[Path] = []
+    while time.monotonic() < deadline:  # both tasks are waiting on their model call
+        files = list((out / "trajectories").glob("*.jsonl"))
+        if len(files) == 2 and all("run_start" in f.read_text() for f in files):
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(0.5)  # into the hanging model calls
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"omnilab eval --out {out} --resume" in err and "Traceback" not in err
+    assert len(files) == 2
+    for f in files:
+        assert read_trajectory(f).run_end is not None, f.read_text()

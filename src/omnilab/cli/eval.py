@@ -32,6 +32,7 @@ from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import summary_tables
 from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
+from omnilab.cli._signals import term_as_interrupt
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
@@ -77,6 +78,10 @@ def _render_outcome(outcome: RunOutcome, console: Console) -> None:
     searches = run_search_stats(run.path) if reported else None
     if searches is not None:
         console.print(search_table(searches))
+    from omnilab.bench.outcome_notes import outcome_notes
+
+    for note in outcome_notes(run.results(), str(run.path)):
+        console.print(note, markup=False, highlight=False)
     what = "tasks" if outcome.summary.samples is None else "rollouts (task x sample)"
     console.print(
         f"{outcome.ran} {what} run now, {outcome.already_done} were done before, "
@@ -323,7 +328,8 @@ def eval_(
     for note in plan.notes:
         err.print(f"note: {note}")
     try:
-        outcome = asyncio.run(_execute(plan, config.concurrency or 1, progress, err))
+        with term_as_interrupt():  # kill PID ends the run as Ctrl-C does
+            outcome = asyncio.run(_execute(plan, config.concurrency or 1, progress, err))
     except RunSetupError as e:
         stop = RunSetupError(
             f"{e}; finished tasks are saved, continue with omnilab eval --out {run_dir} --resume"

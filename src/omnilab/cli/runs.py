@@ -223,9 +223,22 @@ def analyze(
     json_out: JsonOpt = False,
 ) -> None:
     """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     source = open_source(run, scores)
     model = role_model("analyst", analyst)
-    analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
+    columns = (TextColumn(f"analysing failed tasks with {model.name}"), BarColumn())
+    with Progress(*columns, MofNCompleteColumn(), console=err_console(), transient=True) as bar:
+        job = bar.add_task("analyse", total=None)
+        analysis = asyncio.run(
+            analyze_run(
+                source,
+                model,
+                data=data,
+                concurrency=concurrency,
+                on_label=lambda _, done, total: bar.update(job, completed=done, total=total),
+            )
+        )
     if json_out:
         typer.echo(inert_json(analysis.model_dump_json(indent=2)))
         return
