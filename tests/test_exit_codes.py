@@ -200,3 +200,13 @@ def test_which_errors_are_model_failures() -> None:
     unknown = ModelConfigError("nope:x", "unknown provider")
     assert not unknown.model_failure and not _stop("stopped at task t1", unknown).model_failure
     assert not InputUnreadableError("x").model_failure  # bad input: exit 1
+
+
+def test_evaluation_docs_give_the_dead_endpoint_its_exit_status() -> None:
+    """Issue 44.7: docs/evaluation.md said a dead endpoint exits 1; it exits 4 (model failure)."""
+    from omnilab.bench.endpoint_guard import EndpointDownError
+
+    assert EndpointDownError("down").model_failure
+    text = (DOCS.parent / "evaluation.md").read_text(encoding="utf-8")
+    bullet = text.split("**A dead endpoint stops the run.**", 1)[1].split("\n- ", 1)[0]
+    assert f"exit {int(ExitCode.MODEL_FAILURE)})" in bullet and "exit 1" not in bullet
