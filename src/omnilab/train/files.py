@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -212,7 +213,16 @@ def _verl(row: JsonDict) -> list[str]:
     return problems
 
 
+def _rl_groups(row: JsonDict) -> list[str]:
+    problems = [f"no {k}" for k in ("task_id", "sample", "reward", "advantage") if k not in row]
+    numbers = (row.get(k) for k in ("reward", "advantage", "group_mean", "group_std"))
+    if any(not isinstance(v, int | float) or math.isnan(v) for v in numbers):
+        problems.append("reward, advantage or a group statistic is not a number")
+    return problems
+
+
 _RULES: dict[str, Callable[[JsonDict], list[str]]] = {
+    "rl-groups": _rl_groups,
     "openai": _openai,
     "sharegpt": _sharegpt,
     "trl": _trl,
