@@ -35,6 +35,9 @@ class RunReport:
     """The run's report folder (its ``index.html``)."""
     summary: RunSummary
     rows: list[TaskRow]
+    agent: str = ""
+    """The run's agent and model (from run.json), so a comparison names more than folders."""
+    model: str = ""
 
 
 def _config(run: RunDir) -> RunConfig | None:
@@ -96,7 +99,14 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
         for r in rows
     ]
     (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
-    return RunReport(label=title, folder=out, summary=summary, rows=rows)
+    return RunReport(
+        label=title,
+        folder=out,
+        summary=summary,
+        rows=rows,
+        agent=config.agent if config is not None else "",
+        model=config.model if config is not None else "",
+    )
 
 
 def _task_page(
