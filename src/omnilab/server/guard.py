@@ -52,9 +52,12 @@ class Guard:
         hosts: Iterable[str],
         max_upload: int,
         host_hint: str = " (add a name with --allow-host)",
+        command: str = "omnilab serve",
     ) -> None:
         self.app = app
         self.host_hint = host_hint
+        self.command = command
+        """Who printed the token: the 401 names it."""
         self.token = token
         self.hosts = frozenset(host_name(h) for h in hosts) | LOOPBACK
         self.max_upload = max_upload
@@ -135,7 +138,7 @@ class Guard:
         return (
             401,
             "missing or wrong bearer token: send Authorization: Bearer TOKEN "
-            "(printed by omnilab serve at start)",
+            f"(printed by {self.command} at start)",
             [(b"www-authenticate", b"Bearer")],
         )
 
