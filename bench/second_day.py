@@ -171,6 +171,13 @@ def _dpo(proc: subprocess.CompletedProcess[str], folder: Path) -> str | None:
     return _has("check:")(proc, folder)
 
 
+def _analysed(proc: subprocess.CompletedProcess[str], folder: Path) -> str | None:
+    run = folder / "runs" / "tir"
+    if not (run / "analysis.json").is_file() or (run / "analysis.partial.jsonl").exists():
+        return "no analysis.json, or its partial labels left behind"
+    return None
+
+
 def steps(url: str) -> list[Step]:
     plain = f"llamacpp-server:smollm2@{url}"
     generic = f"vllm:smollm2@{url}"  # the OpenAI-compatible adapter with its default flags
@@ -194,7 +201,8 @@ def steps(url: str) -> list[Step]:
         Step("chat-image", ["chat", "Describe it.", "--image", "media/word.png", "--model",
                             plain], (1,), _has("does not take image")),
         Step("data-check", ["data", "check", "offline-suite"], (0,), _has("tasks loaded")),
-        Step("analyze", ["analyze", "runs/tir", "--analyst", plain], (0,)),
+        Step("analyze", ["analyze", "runs/tir", "--analyst", plain, "--max-tokens", "200"], (0,),
+             _analysed),
     ]  # fmt: skip
 
 

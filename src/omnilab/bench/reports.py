@@ -26,7 +26,7 @@ from omnilab.bench.metrics import RunSummary, compare_runs, summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunDir, load_results, write_atomic
 from omnilab.bench.stats import McNemarResult
-from omnilab.models import Model
+from omnilab.models import GenerateConfig, Model
 from omnilab.textcut import cut_text
 from omnilab.trajectory import TrajectoryError, read_trajectory, render_text
 
@@ -151,6 +151,7 @@ async def analyze_run(
     data: Path | None = None,
     concurrency: int = 4,
     on_label: LabelHook | None = None,
+    max_tokens: int | None = None,
 ) -> ErrorAnalysis:
     """OmniGAIA B.6 error analysis of the failed tasks of ``source`` (a run's results or
     re-scoring), written to ``analysis.json`` (or ``scores/<name>.analysis.json``).
@@ -184,6 +185,7 @@ async def analyze_run(
             analyst,
             trace=lambda r: trajectory_trace(run, r),
             concurrency=concurrency,
+            config=GenerateConfig(temperature=0.0, max_tokens=max_tokens),
             known=known,
             on_label=got,
         )

@@ -220,6 +220,14 @@ def analyze(
     ] = None,
     data: DataOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 4,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help="Most tokens per analyst reply (a small model may otherwise ramble for minutes).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
@@ -237,6 +245,7 @@ def analyze(
                 data=data,
                 concurrency=concurrency,
                 on_label=lambda _, done, total: bar.update(job, completed=done, total=total),
+                max_tokens=max_tokens,
             )
         )
     if json_out:

@@ -136,8 +136,8 @@ class ModelError(OmnilabError):
         sent: bool = True,
     ) -> None:
         self.model = model
-        # refused before sending (media the model does not take): the user's input, exit 1
-        self.model_failure = sent
+        if not sent:  # refused before sending (media the model does not take): the input, exit 1
+            self.model_failure = False
         self.kind = kind
         self.status = status
         self.attempts = attempts
