@@ -65,3 +65,11 @@ def test_tagged_answers_get_no_hint(tmp_path: Path) -> None:
     rows = [{"id": "t0", "question": "2+2?", "answer": "4"}]
     done, _ = _eval(tmp_path, rows, ["<answer>5</answer>"], "--scorer", "answer_set")
     assert "no <answer> span" not in done.output
+
+
+def test_an_input_error_is_no_setup_error() -> None:
+    from omnilab.agents.base import AgentConfigError, TaskInputError
+    from omnilab.bench.executor import is_setup_error
+
+    assert not is_setup_error(TaskInputError("ota needs a video"))
+    assert is_setup_error(AgentConfigError("bad ota option"))

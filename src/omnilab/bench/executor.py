@@ -74,6 +74,8 @@ class RunSetupError(BenchError):
 
 def is_setup_error(error: BaseException) -> bool:
     """Whether ``error`` is about the run's setup rather than one task."""
+    if isinstance(error, TaskInputError):
+        return False  # one task's inputs: that task fails, the others run
     if isinstance(error, ModelConfigError | AgentConfigError):
         return True
     return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
