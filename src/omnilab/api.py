@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.base import (
     Agent,
     AgentConfigError,
@@ -160,6 +161,8 @@ async def ask_async(
     folder = Path(run_dir) if run_dir is not None else new_run_dir()
     workspace = folder / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
+    # This run's folder and the runs beside it: hidden from its sandboxes wherever they lie.
+    add_private_paths(folder, folder.parent)
     path = folder / "trajectory.jsonl"
     task = AgentTask(id=f"ask-{uuid.uuid4().hex[:8]}", question=question, inputs=list(inputs))
     with TrajectoryWriter(path) as writer:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -30,7 +29,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from omnilab import __version__
+from omnilab._atomic import write_atomic
+from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail
@@ -342,19 +342,6 @@ class RunDir:
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
-
-
-def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it (unless ``sync`` is false:
-    the caller syncs it later) and rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    tmp.replace(path)
 
 
 def load_results(path: str | Path) -> list[TaskResult]:

@@ -5,39 +5,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from omnilab._private_paths import add_private_paths
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
-from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.metrics import summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
+from omnilab.report.compare import comparison_body
 from omnilab.report.html import esc, page, write_assets
 from omnilab.report.media import MediaCopier
 from omnilab.report.parts import Renderer
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import run_body
+from omnilab.report.run_report import RunReport
 from omnilab.report.trajectory_view import trajectory_body
 from omnilab.trajectory import Trajectory, TrajectoryError, read_trajectory
 
-__all__ = ["RunReport", "build_report", "write_run_report", "write_trajectory_page"]
-
-
-@dataclass
-class RunReport:
-    """What was written for one run."""
-
-    label: str
-    folder: Path
-    """The run's report folder (its ``index.html``)."""
-    summary: RunSummary
-    rows: list[TaskRow]
-    agent: str = ""
-    """The run's agent and model (from run.json), so a comparison names more than folders."""
-    model: str = ""
+__all__ = ["build_report", "write_run_report", "write_trajectory_page"]
 
 
 def _config(run: RunDir) -> RunConfig | None:
@@ -137,11 +125,10 @@ def build_report(runs: Sequence[Path], out: Path) -> Path:
     for path in runs:
         if not Path(path).is_dir():
             raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
+    add_private_paths(out, *runs)  # hidden from any sandbox this process starts later
     if len(runs) == 1:
         write_run_report(Path(runs[0]), out)
         return out / "index.html"
-    from omnilab.report.compare import comparison_body
-
     reports = []
     for n, path in enumerate(runs, start=1):
         folder = out / "runs" / f"{n}-{file_stem(Path(path).name)}"
