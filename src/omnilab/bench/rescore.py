@@ -164,7 +164,8 @@ class RescoreOutcome(BaseModel):
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "scores"
+    # the scorer's own spelling stays (answer_in_reply), so --scores takes the name --scorer took
+    return re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-._")[:60] or "scores"
 
 
 def _free_name(run: RunDir, base: str) -> str:

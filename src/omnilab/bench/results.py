@@ -36,6 +36,8 @@ class TaskResult(BaseModel):
     sample: int = Field(default=0, ge=0)
     """Which rollout of the task this is (``--samples K`` runs samples 0 .. K-1)."""
     dataset: str | None = None
+    labels: list[str] = Field(default_factory=list)
+    """The task's acceptable answers (the label first, then its aliases), as scored against."""
     prediction: str = ""
     """The agent's final output text, as scored."""
     extracted: str | None = None
@@ -70,6 +72,7 @@ class TaskResult(BaseModel):
         base = {
             "task_id": task.id,
             "dataset": task.dataset,
+            "labels": list(task.answers.all),
             "metadata": task.metadata,
             "modalities": task.modalities,
         }

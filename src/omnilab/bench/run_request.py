@@ -168,15 +168,15 @@ def preview_prompt(config: RunConfig) -> str:
     # Imported here: the dataset adapters, the executor and the scorers are for this option
     # only, and `omnilab eval` imports this module on every start.
     from omnilab.bench.datasets import load_dataset
+    from omnilab.bench.empty_selection import empty_selection_error
     from omnilab.bench.preview import first_prompt, render_prompt
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
-    tasks = config.selection.apply(
-        load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
-    )
+    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    tasks = config.selection.apply(loaded.tasks)
     if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+        raise empty_selection_error(loaded, config.selection)
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
     prompt = asyncio.run(first_prompt(executor, tasks[0]))

@@ -87,7 +87,14 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
         for r in rows
     ]
     (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
-    return RunReport(label=title, folder=out, summary=summary, rows=rows)
+    return RunReport(
+        label=title,
+        folder=out,
+        summary=summary,
+        rows=rows,
+        agent=config.agent if config is not None else "",
+        model=config.model if config is not None else "",
+    )
 
 
 def _task_page(

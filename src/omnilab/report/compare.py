@@ -130,13 +130,15 @@ def comparison_body(reports: Sequence[RunReport], out: Path) -> str:
     with the first."""
     items = "".join(
         f'<tr><td><a href="{esc(Path(os.path.relpath(r.folder, out)).as_posix())}/index.html">'
-        f"{esc(r.label)}</a></td><td>{r.summary.tasks}</td>"
+        f"{esc(r.label)}</a></td><td>{esc(r.agent or '–')}</td><td>{esc(r.model or '–')}</td>"
+        f"<td>{r.summary.tasks}</td>"
         f"<td>{_pct(r.summary.pass_at_1.value)}</td><td>{_pct(r.summary.em.value)}</td>"
         f"<td>{r.summary.failed_runs}</td></tr>"
         for r in reports
     )
     runs = (
-        '<section><h2>Runs</h2><table class="facts"><tr><th>run</th><th>tasks</th>'
+        '<section><h2>Runs</h2><table class="facts"><tr><th>run</th><th>agent</th><th>model</th>'
+        "<th>tasks</th>"
         f"<th>Pass@1</th><th>EM</th><th>failed</th></tr>{items}</table></section>"
     )
     pairs = "".join(

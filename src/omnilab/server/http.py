@@ -39,7 +39,13 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 
 from omnilab._private_paths import add_private_paths
 from omnilab.agents.registry import AGENTS, agent_names
@@ -48,6 +54,7 @@ from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
 from omnilab.server.guard import Guard
 from omnilab.server.policy import ClientPolicy, parse_agent_options
+from omnilab.server.runs_index import runs_page, wants_html
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
 
 __all__ = ["ClientPolicy", "create_app"]
@@ -254,11 +261,13 @@ def create_app(
             raise HTTPException(404, f"no run {run_id}")
         return folder
 
-    @app.get("/v1/runs")
-    async def runs() -> list[dict[str, Any]]:
-        if not runs_dir.is_dir():
-            return []
-        found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
+    @app.get("/v1/runs", response_model=None)
+    async def runs(request: Request) -> list[dict[str, Any]] | HTMLResponse:
+        found = []
+        if runs_dir.is_dir():
+            found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
+        if wants_html(request.headers.get("accept", "")):  # a browser: links to the reports
+            return HTMLResponse(runs_page(found), headers=_PAGE_HEADERS)
         return [{"run": name} for name in found]
 
     @app.get("/v1/runs/{run_id}")

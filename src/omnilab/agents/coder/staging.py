@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from omnilab import _wsread
-from omnilab.agents.base import AgentConfigError, AgentTask
+from omnilab.agents.base import AgentTask, TaskInputError
 from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
 from omnilab.sandbox import place_file
@@ -41,7 +41,7 @@ def stage_inputs(task: AgentTask, workspace: Path) -> list[str]:
     used: set[str] = set()
     for item in task.inputs:
         if not _wsread.regular_file(item.path):
-            raise AgentConfigError(f"input {item.id} ({item.path.name}) is not a readable file")
+            raise TaskInputError(f"input {item.id} ({item.path.name}) is not a readable file")
         name = item.path.name
         if name in used:
             name = f"{item.id}_{name}"
