@@ -86,7 +86,12 @@ def plan_run(
         done = run.results()
     elif resume and run.path.exists() and any(run.path.iterdir()):
         raise BenchError(f"{run.path} is not a run folder (no run.json); cannot resume it")
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:

@@ -31,6 +31,7 @@ from omnilab.bench.runner import RunOutcome, RunPlan, execute, new_config, plan_
 from omnilab.bench.samples import sample_lines
 from omnilab.bench.tables import summary_tables
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.cli._dataopts import OUTSIDE_HELP
 from omnilab.cli._pairs import parse_pairs
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.config import get_settings
@@ -103,6 +104,9 @@ def eval_(
     ] = None,
     media_root: Annotated[
         Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
+    ] = None,
+    allow_outside_media_root: Annotated[
+        bool | None, typer.Option("--allow-outside-media-root", help=OUTSIDE_HELP)
     ] = None,
     agent: Annotated[
         str | None, typer.Option("--agent", help="Agent scaffold (default: tir).")
@@ -313,6 +317,9 @@ def eval_(
         preview=show_prompt,
         search=_pick(search, stored, "search", None),
         missing_media=_pick(_missing_media(missing_media), stored, "missing_media", None),
+        allow_outside_media_root=_pick(
+            allow_outside_media_root, stored, "allow_outside_media_root", False
+        ),
     )
     err = err_console()
     if show_prompt:
@@ -403,7 +410,12 @@ def _show_prompt(config: RunConfig) -> None:
     from omnilab.bench.scoring import AnswerSetMatch
 
     tasks = config.selection.apply(
-        load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
+        load_dataset(
+            config.dataset,
+            config.data,
+            media_root=config.media_root,
+            allow_outside_media_root=config.allow_outside_media_root,
+        ).tasks
     )
     if not tasks:
         raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +28,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from omnilab import _wsread
+from omnilab._private import check_folder, make_folders
 from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity"]
@@ -243,14 +245,17 @@ class MediaCache:
 
 
 def _private_folder(root: Path) -> None:
-    """Makes ``root`` (and missing parents) and leaves it 0700 when it is this user's."""
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Makes ``root`` (and missing parents, 0700) and leaves it 0700; refuses a link or a
+    folder of another user's (:class:`~omnilab._private.UnsafeFolderError`)."""
+    make_folders(root)
     key = str(root)
     if key in _tightened:
         return
-    st = root.stat()
-    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+    st = os.lstat(root)
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode):
         root.chmod(0o700)
+    # A link or another user's folder is refused (one line): its owner could swap entries.
+    check_folder(root, what="cache_dir")
     _tightened.add(key)
 
 

@@ -70,7 +70,7 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
     write_assets(out)
     (out / "tasks").mkdir(exist_ok=True)
     rows: list[TaskRow] = []
-    with MediaCopier(out) as copier:
+    with MediaCopier(out, roots=(run.path,)) as copier:
         for result in results:
             rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
@@ -149,7 +149,10 @@ def write_trajectory_page(path: Path, out: Path) -> Path:
     write_assets(out)
     start = trajectory.run_start
     title = (start.task_id if start is not None else None) or path.stem
-    with MediaCopier(out) as copier:
+    # Media are copied only from beneath the trajectory's run folder (an eval run's, for a
+    # file in its trajectories/ folder).
+    folder = path.parent.parent if path.parent.name == "trajectories" else path.parent
+    with MediaCopier(out, roots=(folder,)) as copier:
         render = Renderer(copier, search=(path.with_suffix(".media"),))
         body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"

@@ -15,8 +15,8 @@
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
 trajectory; the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
 (together, per request) are refused (413) and their partial files removed; referenced paths
-outside the media root are refused (400). A client that disconnects from a stream cancels its
-run, which still records its end.
+outside the media root (absolute, ``..``, or through a link) are refused (400). A client that
+disconnects from a stream cancels its run, which still records its end.
 
 Safe by default (see ``docs/mcp.md``): every request passes :class:`~omnilab.server.guard.Guard`
 (Host and Origin checks, body size, and the bearer token on every path but ``/v1/health``); what a
@@ -41,6 +41,8 @@ from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
+from omnilab import _wsread
+from omnilab._datapath import DataPath, DataPathError
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
@@ -107,6 +109,8 @@ def create_app(
     policy = policy or ClientPolicy()
     runs_dir = runs_dir.expanduser().resolve()
     root = media_root.expanduser().resolve() if media_root is not None else None
+    if root is not None:
+        _wsread.mark_untrusted(root)  # what requests name there is opened through no link
     limit = max_upload_mb << 20
     app = FastAPI(title="omnilab", docs_url=None, redoc_url=None)
     running = 0  # runs in flight; one event loop, so a plain counter is enough
@@ -137,10 +141,14 @@ def create_app(
                 raise HTTPException(
                     400, "this server takes uploads only (start it with --media-root)"
                 )
-            path = (root / given).resolve()
-            if not path.is_relative_to(root) or not path.is_file():
+            try:
+                found = DataPath.beneath(root, given, item="paths")
+            except DataPathError as e:
+                raise HTTPException(400, f"{given}: no such file under the media root ({e})")
+            # Beneath the root through no link (the root is marked: later reads keep the rule).
+            if not _wsread.regular_file(found):
                 raise HTTPException(400, f"{given}: no such file under the media root")
-            out.append(path)
+            out.append(found.shown())
         return out
 
     @app.post("/v1/ask")
