@@ -144,7 +144,9 @@ def create_app(
             try:
                 found = DataPath.beneath(root, given, item="paths")
             except DataPathError as e:
-                raise HTTPException(400, f"{given}: no such file under the media root ({e})")
+                raise HTTPException(
+                    400, f"{given}: no such file under the media root ({e})"
+                ) from None
             # Beneath the root through no link (the root is marked: later reads keep the rule).
             if not _wsread.regular_file(found):
                 raise HTTPException(400, f"{given}: no such file under the media root")
