@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab import _wsread
 from omnilab._datapath import DataPath
@@ -71,7 +71,7 @@ class InputFile(BaseModel):
     renamed_from: str | None = None
     """The id the dataset gave this file when another input of the task already had it (the
     file then got a suffixed id, see :func:`unique_ids`)."""
-    root: Path | None = None
+    root: Path | None = Field(default=None, exclude=True)
     """The folder the data declared ``path`` beneath (a dataset's media root): the file is then
     opened beneath it through no link (:attr:`source`). ``None``: the user's own file."""
 

@@ -16,7 +16,7 @@ from omnilab.bench.metrics import RunSummary, summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
 from omnilab.report.html import esc, page, write_assets
-from omnilab.report.media import MediaCopier
+from omnilab.report.media import MediaCopier, run_roots
 from omnilab.report.parts import Renderer
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import run_body
@@ -57,9 +57,12 @@ def _trajectory(path: Path) -> Trajectory | None:
         return None
 
 
-def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunReport:
+def write_run_report(
+    path: Path, out: Path, *, label: str | None = None, media_roots: Sequence[Path] = ()
+) -> RunReport:
     """The report of the run folder ``path`` in ``out``: ``index.html``, ``tasks/<id>.html``
-    per task, ``media/``, ``assets/`` and ``data/{summary,tasks}.json``."""
+    per task, ``media/``, ``assets/`` and ``data/{summary,tasks}.json``. Media are copied from
+    beneath the run folder, the media cache and ``media_roots`` (the operator's) only."""
     run = RunDir(path)
     if not run.results_file.is_file():
         raise BenchError(f"{path} holds no results.jsonl; give a run folder (omnilab eval --out)")
@@ -70,7 +73,7 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
     write_assets(out)
     (out / "tasks").mkdir(exist_ok=True)
     rows: list[TaskRow] = []
-    with MediaCopier(out, roots=(run.path,)) as copier:
+    with MediaCopier(out, roots=run_roots(run.path, *media_roots)) as copier:
         for result in results:
             rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
@@ -118,7 +121,7 @@ def _task_page(
     return row
 
 
-def build_report(runs: Sequence[Path], out: Path) -> Path:
+def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path] = ()) -> Path:
     """A report of ``runs`` in ``out``; returns its ``index.html``. One run: that run's report.
     Several: each run's report in ``out/runs/<n>-<name>/`` and an index comparing each run
     with the first (paired results, McNemar's test, per-group deltas)."""
@@ -128,22 +131,25 @@ def build_report(runs: Sequence[Path], out: Path) -> Path:
         if not Path(path).is_dir():
             raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
     if len(runs) == 1:
-        write_run_report(Path(runs[0]), out)
+        write_run_report(Path(runs[0]), out, media_roots=media_roots)
         return out / "index.html"
     from omnilab.report.compare import comparison_body
 
     reports = []
     for n, path in enumerate(runs, start=1):
         folder = out / "runs" / f"{n}-{file_stem(Path(path).name)}"
-        reports.append(write_run_report(Path(path), folder, label=Path(path).name))
+        reports.append(
+            write_run_report(Path(path), folder, label=Path(path).name, media_roots=media_roots)
+        )
     write_assets(out)
     body = comparison_body(reports, out)
     (out / "index.html").write_text(page("Run comparison", body), encoding="utf-8")
     return out / "index.html"
 
 
-def write_trajectory_page(path: Path, out: Path) -> Path:
-    """One trajectory file as ``out/<name>.html`` (media copied to ``out/media``); returns it."""
+def write_trajectory_page(path: Path, out: Path, *, media_roots: Sequence[Path] = ()) -> Path:
+    """One trajectory file as ``out/<name>.html`` (media copied to ``out/media`` from beneath
+    its run folder, the media cache and ``media_roots`` only); returns it."""
     trajectory = read_trajectory(path)
     out.mkdir(parents=True, exist_ok=True)
     write_assets(out)
@@ -152,7 +158,7 @@ def write_trajectory_page(path: Path, out: Path) -> Path:
     # Media are copied only from beneath the trajectory's run folder (an eval run's, for a
     # file in its trajectories/ folder).
     folder = path.parent.parent if path.parent.name == "trajectories" else path.parent
-    with MediaCopier(out, roots=(folder,)) as copier:
+    with MediaCopier(out, roots=run_roots(folder, *media_roots)) as copier:
         render = Renderer(copier, search=(path.with_suffix(".media"),))
         body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"

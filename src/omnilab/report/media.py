@@ -7,7 +7,7 @@ A media part is found at its own path, else among the run's saved copies (the tr
 ``.media`` folder, the task's workspace) by file name; inline bytes are written out.
 
 A trajectory is data, not the operator's word: a part's path is copied only when it lies
-beneath the run folder (``roots``), as a :class:`~omnilab._datapath.DataPath` opened there by
+beneath the run folder or the harness's own media cache (``roots``, see :func:`run_roots`), as a :class:`~omnilab._datapath.DataPath` opened there by
 :mod:`omnilab._wsread` (no link followed on any component, regular files only, images refused on
 their header's size before decoding). ``{"type": "audio", "path": "/etc/shadow"}``, a ``..``
 escape or a ``perception/<input>`` linked to a root-only file becomes a placeholder with a notice.
@@ -29,9 +29,10 @@ from PIL import UnidentifiedImageError
 from omnilab import _wsread
 from omnilab._datapath import DataPath, DataPathError
 from omnilab._private import write_atomic
+from omnilab.config import get_settings
 from omnilab.content import Audio, Document, Image, Video
 
-__all__ = ["MediaCopier", "MediaRef"]
+__all__ = ["MediaCopier", "MediaRef", "run_roots"]
 
 THUMB_PX = 320
 """Longest side of an image thumbnail."""
@@ -39,6 +40,14 @@ LARGE_PX = 1280
 """Longest side of the enlarged view."""
 MAX_COPY_BYTES = 25 * 1024 * 1024
 """Audio and video larger than this are not copied (the page names them instead)."""
+
+
+def run_roots(*folders: Path) -> tuple[Path, ...]:
+    """The folders a run's report may copy media from: the run's own ``folders`` and this
+    user's media cache (frames and clips the tools made; a cache of another user's or behind a
+    link is refused where it is made). The dataset's media are shown through the copies saved
+    with the run (the workspace's ``inputs/``), never from where a trajectory says they lie."""
+    return (*folders, get_settings().cache_dir / "media")
 
 
 @dataclass(frozen=True)
@@ -249,7 +258,7 @@ def _locate(
     if home is not None and _wsread.regular_file(home):
         return home
     for folder in search:
-        for rel in (path.name, f"perception/{path.name}"):
+        for rel in (path.name, f"perception/{path.name}", f"inputs/{path.name}"):
             try:
                 candidate = DataPath.beneath(folder, rel, item="trajectory media")
             except DataPathError:
