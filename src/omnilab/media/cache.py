@@ -125,8 +125,9 @@ class MediaCache:
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold ``key``'s producer lock (across processes) for the block."""
+        _private_folder(self.root)
         locks = self.root / _LOCK_DIR
-        locks.mkdir(parents=True, exist_ok=True)
+        locks.mkdir(mode=0o700, exist_ok=True)
         # The OS drops the lock if its holder dies.
         with FileLock(str(locks / f"{key}.lock")):
             yield
@@ -138,7 +139,8 @@ class MediaCache:
         in batches followed by one :meth:`evict`.
         """
         final = self.path_for(key, suffix)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.root)
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
         try:
             tmp.write_bytes(data)
