@@ -55,7 +55,7 @@ def test_a_name_swapped_for_a_link_after_the_check_is_not_probed(
     def check_then_swap(path: Any) -> Path:
         checked: Path = real_check(path)
         # Another process swaps the checked name for a link to a 0600 video right then.
-        os.replace(name, folder / "old.mp4")
+        name.replace(folder / "old.mp4")
         name.symlink_to(secret_video)
         return checked
 
@@ -75,7 +75,7 @@ def test_every_reader_of_a_probe_reads_the_one_opened_file(
 
     def spy(source: Any, *args: Any, **kw: Any) -> Any:
         opened.append(str(source))
-        os.replace(name, ws / "old.mp4")
+        name.replace(ws / "old.mp4")
         if not name.exists():
             name.symlink_to(secret_video)
         return real_open(source, *args, **kw)
