@@ -5,7 +5,6 @@ checked from the stream header before anything is decoded."""
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from typing import Any
 
