@@ -12,7 +12,7 @@ import mimetypes
 import os
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,6 +74,18 @@ class InputFile(BaseModel):
     root: Path | None = Field(default=None, exclude=True)
     """The folder the data declared ``path`` beneath (a dataset's media root): the file is then
     opened beneath it through no link (:attr:`source`). ``None``: the user's own file."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        """A file beneath a declared root: every read under that root (probe, decode, staging)
+        follows the no-link rules in this process."""
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Unpickled in a worker process (the process and Ray backends): the rule comes along.
+        super().__setstate__(state)
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
 
     @property
     def source(self) -> DataPath | Path:

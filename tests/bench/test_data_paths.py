@@ -206,3 +206,27 @@ def test_eval_and_data_check_refuse_in_one_line_and_take_the_flag(
     )
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.output)["tasks"] == 1
+
+
+def test_a_task_file_carries_its_rule_into_a_worker_process(tmp_path: Path, secret: Path) -> None:
+    """The process and Ray backends unpickle tasks in fresh processes: a dataset file there is
+    still read beneath its root through no link."""
+    import pickle
+    import subprocess
+    import sys
+
+    media = tmp_path / "media"
+    media.mkdir()
+    (media / "clip.wav").symlink_to(secret)
+    (task,) = load_dataset(
+        "jsonl", write(tmp_path / "ds", "jsonl", "clip.wav"), media_root=media
+    ).tasks
+    blob = tmp_path / "task.pickle"
+    blob.write_bytes(pickle.dumps(task))
+    code = (
+        "import pickle, sys; from omnilab import _wsread; "
+        f"task = pickle.loads(open({str(blob)!r}, 'rb').read()); "
+        "print(_wsread.regular_file(task.files[0].path), task.files[0].root is not None)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"], out

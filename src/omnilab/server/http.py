@@ -300,7 +300,10 @@ def create_app(
     async def report(run_id: str, name: str) -> FileResponse:
         folder = _run_folder(run_id)
         out = folder / _REPORT
-        page = await asyncio.to_thread(_report_page, folder / "trajectory.jsonl", out, building)
+        media = (root,) if root is not None else ()  # the operator's --media-root
+        page = await asyncio.to_thread(
+            _report_page, folder / "trajectory.jsonl", out, building, media
+        )
         if name in ("", "index.html"):
             return FileResponse(page, media_type="text/html", headers=_PAGE_HEADERS)
         path = (out / name).resolve()
@@ -324,7 +327,9 @@ _PAGE_HEADERS = {
 _FILE_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
-def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
+def _report_page(
+    trajectory: Path, out: Path, lock: threading.Lock, media_roots: tuple[Path, ...] = ()
+) -> Path:
     """The report page of ``trajectory`` in ``out``, rebuilt when the trajectory changed since."""
     from omnilab.report import write_trajectory_page
 
@@ -335,6 +340,6 @@ def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
         marker = out / _STAMP
         if page.is_file() and marker.is_file() and marker.read_text("utf-8") == stamp:
             return page
-        built = write_trajectory_page(trajectory, out)
+        built = write_trajectory_page(trajectory, out, media_roots=media_roots)
         marker.write_text(stamp, encoding="utf-8")
         return built
