@@ -58,7 +58,8 @@ def _data(tmp_path: Path, video: Path) -> Path:
 def _eval(tmp_path: Path, video: Path) -> Path:
     out = tmp_path / "run"
     args = ["eval", "jsonl", "--data", str(_data(tmp_path, video)), "--agent", "coder",
-            "--model", _agent_script(tmp_path / "agent.json", "fifty"), "--out", str(out)]  # fmt: skip
+            "--model", _agent_script(tmp_path / "agent.json", "fifty"), "--out", str(out),
+            "--media-root", str(video.parent)]  # fmt: skip
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return out
