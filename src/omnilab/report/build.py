@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from omnilab._private import write_atomic
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, summarize
@@ -78,10 +79,10 @@ def write_run_report(
             rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
     body = run_body(title, summary, rows, config=config, analysis=_analysis(run))
-    (out / "index.html").write_text(page(title, body), encoding="utf-8")
+    write_atomic(out / "index.html", page(title, body), sync=False)
     data = out / "data"
     data.mkdir(exist_ok=True)
-    (data / "summary.json").write_text(summary.model_dump_json(indent=1), encoding="utf-8")
+    write_atomic(data / "summary.json", summary.model_dump_json(indent=1), sync=False)
     table = [
         {
             "task_id": r.result.task_id,
@@ -98,7 +99,7 @@ def write_run_report(
         }
         for r in rows
     ]
-    (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    write_atomic(data / "tasks.json", json.dumps(table, ensure_ascii=False), sync=False)
     return RunReport(label=title, folder=out, summary=summary, rows=rows)
 
 
@@ -117,7 +118,7 @@ def _task_page(
             f"<h1>{esc(row.label)}</h1>{trajectory_body(trajectory, render, result=result)}"
         )
         row.page = f"tasks/{row.stem}.html"
-        (out / row.page).write_text(page(f"{row.label} · {title}", body, root="../"), "utf-8")
+        write_atomic(out / row.page, page(f"{row.label} · {title}", body, root="../"), sync=False)
     return row
 
 
@@ -143,7 +144,7 @@ def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path]
         )
     write_assets(out)
     body = comparison_body(reports, out)
-    (out / "index.html").write_text(page("Run comparison", body), encoding="utf-8")
+    write_atomic(out / "index.html", page("Run comparison", body), sync=False)
     return out / "index.html"
 
 
@@ -162,5 +163,5 @@ def write_trajectory_page(path: Path, out: Path, *, media_roots: Sequence[Path] 
         render = Renderer(copier, search=(path.with_suffix(".media"),))
         body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"
-    target.write_text(page(title, body), encoding="utf-8")
+    write_atomic(target, page(title, body), sync=False)
     return target

@@ -43,6 +43,7 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Stre
 
 from omnilab import _wsread
 from omnilab._datapath import DataPath, DataPathError
+from omnilab._private import write_atomic
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
@@ -341,5 +342,5 @@ def _report_page(
         if page.is_file() and marker.is_file() and marker.read_text("utf-8") == stamp:
             return page
         built = write_trajectory_page(trajectory, out, media_roots=media_roots)
-        marker.write_text(stamp, encoding="utf-8")
+        write_atomic(marker, stamp, sync=False)
         return built
