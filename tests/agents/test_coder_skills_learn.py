@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,15 @@ def _agent_script(path: Path, answer: str) -> str:
 
 def _data(tmp_path: Path, video: Path) -> Path:
     data = tmp_path / "calib.jsonl"
-    row = {"id": "purple", "question": QUESTION, "video": str(video), "answers": ["fifty"]}
+    # The video beneath the data file's folder (its media root), named relative to it.
+    (tmp_path / "media").mkdir(exist_ok=True)
+    shutil.copyfile(video, tmp_path / "media" / video.name)
+    row = {
+        "id": "purple",
+        "question": QUESTION,
+        "video": f"media/{video.name}",
+        "answers": ["fifty"],
+    }
     data.write_text(json.dumps(row) + "\n")
     return data
 
@@ -58,8 +67,7 @@ def _data(tmp_path: Path, video: Path) -> Path:
 def _eval(tmp_path: Path, video: Path) -> Path:
     out = tmp_path / "run"
     args = ["eval", "jsonl", "--data", str(_data(tmp_path, video)), "--agent", "coder",
-            "--model", _agent_script(tmp_path / "agent.json", "fifty"), "--out", str(out),
-            "--media-root", str(video.parent)]  # fmt: skip
+            "--model", _agent_script(tmp_path / "agent.json", "fifty"), "--out", str(out)]  # fmt: skip
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return out
