@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import omnilab
-from omnilab._private import UnsafeFolderError, open_new, private_folder, write_atomic
+from omnilab._atomic import write_atomic
+from omnilab._ownfolders import UnsafeFolderError, open_new, private_folder
 from omnilab.api import new_run_dir
 from omnilab.cli.main import app
 from omnilab.media.cache import MediaCache

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omnilab._private import new_folder, private_folder
+from omnilab._ownfolders import new_folder, private_folder
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.base import (
     Agent,
     AgentConfigError,
@@ -54,7 +55,7 @@ class AskResult:
 
 def new_run_dir(root: str | Path | None = None) -> Path:
     """A fresh folder (0700) under ``root`` (default ``agents.runs_dir``) named
-    ``<time>-<id>``; :class:`~omnilab._private.UnsafeFolderError` (one line) when ``root`` is a
+    ``<time>-<id>``; :class:`~omnilab._ownfolders.UnsafeFolderError` (one line) when ``root`` is a
     link or another user's folder."""
     given = root is not None
     base = Path(root) if root is not None else get_settings().agents.runs_dir
@@ -163,6 +164,8 @@ async def ask_async(
     folder = private_folder(run_dir, what="run_dir") if run_dir is not None else new_run_dir()
     workspace = folder / "workspace"
     workspace.mkdir(exist_ok=True)
+    # This run's folder and the runs beside it: hidden from its sandboxes wherever they lie.
+    add_private_paths(folder, folder.parent)
     path = folder / "trajectory.jsonl"
     task = AgentTask(id=f"ask-{uuid.uuid4().hex[:8]}", question=question, inputs=list(inputs))
     with TrajectoryWriter(path) as writer:

@@ -234,6 +234,47 @@ def test_on_exhausted_end_still_takes_an_answer_after_the_last_search(
     assert all(r[2].tool_choice != "none" for r in adapter.requests)
 
 
+def test_on_exhausted_last_search_ends_the_run_when_the_last_search_has_run(
+    index: Path, tmp_path: Path
+) -> None:
+    # Issue 43 point 30 (Appendix A: "By Turn 10 ... terminates by outputting a JSON
+    # tool-call"): no model call after the budget's last search, so a reply that would have
+    # answered is never asked for.
+    steps = _alternating(3, ("video_search", "text_search"))
+    model, adapter = scripted([*steps, text("<answer>Cape Lumen</answer>")])
+    run = run_deepsearch(
+        model,
+        [clip(tmp_path)],
+        "Q?",
+        tmp_path,
+        index_dir=index,
+        category="video/ambient",
+        on_exhausted="last_search",
+    )
+    assert len(adapter.requests) == 3
+    assert [r.result.error for r in results(run)] == [None, None, None]
+    assert run.saved.answer is None and run.saved.status == "budget"
+    (end,) = notes(run, "exit")
+    assert "last search of the budget" in end.text
+
+
+def test_on_exhausted_last_search_keeps_an_answer_given_within_the_budget(
+    index: Path, tmp_path: Path
+) -> None:
+    steps = _alternating(2, ("video_search",))
+    model, adapter = scripted([*steps, text("<answer>Cape Lumen</answer>")])
+    run = run_deepsearch(
+        model,
+        [clip(tmp_path)],
+        "Q?",
+        tmp_path,
+        index_dir=index,
+        category="video/ambient",
+        on_exhausted="last_search",
+    )
+    assert len(adapter.requests) == 3 and run.saved.answer == "Cape Lumen"
+
+
 def test_the_repeat_notice_is_omnilabs_and_the_preset_turns_it_off(
     index: Path, tmp_path: Path
 ) -> None:

@@ -27,7 +27,9 @@ GEMINI = "gemini-2.0-flash"  # image and audio, no video input: videos go as fra
 
 
 def preset_options(name: str) -> dict[str, Any]:
-    return dict(get_protocol(name).agent_options)
+    # The preset's delivery settings in omnilab's own loop, which labels each part (omnigaia-paper
+    # runs the release's loop, issue 43: tests/agents/test_tir_release.py pins its parts).
+    return {**get_protocol(name).agent_options, "rules": "omnilab"}
 
 
 def first_parts(

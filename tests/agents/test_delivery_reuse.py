@@ -65,7 +65,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_a_second_run_reuses_the_prepared_frames_and_soundtrack(
     tmp_path: Path, video: Path, counts: dict[str, int]
 ) -> None:
-    options = dict(get_protocol("omnigaia-paper").agent_options)
+    options = {**get_protocol("omnigaia-paper").agent_options, "rules": "omnilab"}
     first = _run(tmp_path / "run1", video, **options)
     assert counts == {"frames": 1, "audio": 1}
     second = _run(tmp_path / "run2", video, **options)
@@ -83,7 +83,7 @@ def test_a_second_run_reuses_the_prepared_frames_and_soundtrack(
 def test_keyframe_sampling_sends_keyframes_at_or_before_each_time(
     tmp_path: Path, video: Path
 ) -> None:
-    options = dict(get_protocol("omnigaia-paper").agent_options)
+    options = {**get_protocol("omnigaia-paper").agent_options, "rules": "omnilab"}
     delivery = {**options["delivery"], "frames_sampling": "keyframe"}
     body = json.loads(_run(tmp_path, video, **{**options, "delivery": delivery}).raw)
     labels = [

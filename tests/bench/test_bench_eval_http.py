@@ -177,6 +177,18 @@ def test_show_prompt_prints_the_first_prompt_without_calling_the_model(
     assert not out.exists()
 
 
+def test_show_prompt_prints_dataset_text_inert(tmp_path: Path) -> None:
+    """Issue 42: a dataset's question with OSC sequences (window title, clipboard) and a
+    bidirectional override is shown as visible escapes, never sent to the terminal raw."""
+    path = tmp_path / "tasks.jsonl"
+    hostile = "Q \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \u202eevil?"
+    path.write_text(json.dumps({"id": "q0", "question": hostile, "answer": "x"}) + "\n")
+    with CountingServer() as server:
+        output = ok(*eval_args(path, server.base_url, tmp_path / "run", "--show-prompt"))
+    assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output
+    assert "\\x1b]0;pwned\\x07" in output and "\\u202eevil?" in output
+
+
 def test_a_dead_endpoint_stops_with_one_line_and_a_resume_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

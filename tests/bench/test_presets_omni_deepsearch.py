@@ -72,7 +72,7 @@ def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     assert preset.scorer == "majority_vote"
     agent = get_agent("deepsearch", **preset.agent_options)
     assert agent.options.budget == (10, 3) and agent.options.budget_scope == "task"  # type: ignore[attr-defined]
-    assert agent.options.on_exhausted == "end"  # type: ignore[attr-defined]
+    assert agent.options.on_exhausted == "last_search"  # type: ignore[attr-defined]
     assert agent.options.repeat_notice is False  # type: ignore[attr-defined]
     video = AgentTask(id="v", question="q", metadata=TaskInfo(category="video/music"))
     text = AgentTask(id="t", question="q", metadata=TaskInfo(category="image/speech"))
@@ -96,9 +96,10 @@ def test_every_gap_of_the_preset_is_named_with_its_reason() -> None:
 def test_sampling_and_the_task_budget_on_the_wire(tmp_path: Path, world: tuple[Path, Path]) -> None:
     bodies = _eval(tmp_path / "preset", world, "--protocol", "omni-deepsearch-paper")
     assert all((b["temperature"], b["max_tokens"]) == (0.0, 16384) for b in bodies)
-    # video task: 1 search of the shared budget, then one more reply (a search: refused, and
-    # the run ends without an answer); text task: 2 searches and one more. No forced final.
-    assert len(bodies) == 5 and not [b for b in bodies if b.get("tool_choice") == "none"]
+    # video task: 1 search of the shared budget; text task: 2 searches. Each run ends when
+    # its last search has run (Appendix A: no further model call, issue 43 point 30). No
+    # forced final.
+    assert len(bodies) == 3 and not [b for b in bodies if b.get("tool_choice") == "none"]
     # omnilab's default on exhaustion: a final call with tools off after the shared budget
     bodies = _eval(
         tmp_path / "final", world, "--protocol", "omni-deepsearch-paper",

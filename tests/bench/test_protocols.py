@@ -48,8 +48,10 @@ def test_the_presets_load_and_name_their_source() -> None:
     for name in ("omnigaia-paper", "omniatlas-paper"):
         preset = get_protocol(name)
         assert "RUC-NLPIR/OmniGAIA" in preset.source and preset.missing_media == "drop"
-    # Every finding of the base agent is reproducible now; OmniAtlas keeps one gap.
-    assert get_protocol("omnigaia-paper").gaps == [] and get_protocol("omniatlas-paper").gaps
+    # Every way the base agent still differs from the release is named with its reason (issue
+    # 43: the preset was called complete while 17 differences went unnamed); OmniAtlas keeps
+    # one gap.
+    assert get_protocol("omnigaia-paper").open_gaps == [] and get_protocol("omniatlas-paper").gaps
     paper = get_protocol("omnigaia-paper")
     assert paper.scoring_rules == REFERENCE_RULES
     assert paper.agent_options["generate"]["temperature"] == 0.6
@@ -120,7 +122,53 @@ def test_eval_with_a_preset_on_the_wire_and_in_the_header(tmp_path: Path) -> Non
     stored = RunDir(out).read_config()
     assert stored.protocol == "omnigaia-paper" and stored.scoring_rules == REFERENCE_RULES
     assert stored.missing_media == "drop"  # the preset's choice
+    assert stored.task_timeout_s == 36000  # the release's item_timeout, not bench.task_timeout_s
     assert stored.header is not None and stored.header["protocol_differs"]
+    # a judge other than the release's DeepSeek-V3.2 is a listed difference
+    assert "differs from the preset: judge: vllm:judge@" in result.output
+
+
+def test_the_judge_model_is_a_difference_unless_it_is_the_releases() -> None:
+    preset = get_protocol("omnigaia-paper")
+    assert preset.judge == "deepseek-v3.2"
+
+    def judged(*judges: str) -> list[str]:
+        found = differences(
+            preset,
+            dataset="omnigaia",
+            agent="tir",
+            agent_options=preset.agent_options,
+            budgets=preset.budgets,
+            scorer="omnigaia",
+            scoring_rules=preset.scoring_rules,
+            search="serper",
+            missing_media="drop",
+            judges=list(judges),
+        )
+        return [d for d in found if d.startswith("judge:")]
+
+    assert judged("openai:DeepSeek-V3.2@http://x/v1") == []
+    assert judged("vllm:qwen3-32b@http://x/v1") == [
+        "judge: vllm:qwen3-32b@http://x/v1 (preset deepseek-v3.2: --judge MODEL serving it)"
+    ]
+    assert judged() == ["judge: none (preset deepseek-v3.2: --judge MODEL serving it)"]
+
+
+def test_an_explicit_timeout_wins_over_the_presets(tmp_path: Path) -> None:
+    data = omnigaia_file(tmp_path, n=1)
+    script = tmp_path / "m.json"
+    script.write_text(json.dumps(["<answer>hi</answer>"]))
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        [
+            "eval", "omnigaia", "--data", str(data), "--model", f"scripted:{script}",
+            "--scorer", "answer_set", "--protocol", "omnigaia-paper", "--timeout", "60",
+            "--out", str(out), "--no-progress",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert RunDir(out).read_config().task_timeout_s == 60
 
 
 def test_without_a_preset_the_header_says_so(tmp_path: Path) -> None:
@@ -146,6 +194,8 @@ def test_protocols_command_lists_and_shows() -> None:
     assert "agent_options.generate.temperature = 0.6" in shown.output
     assert 'scoring_rules.verdict = "reference"' in shown.output
     assert "missing_media = drop" in shown.output and "not reproduced yet" not in shown.output
+    assert "task_timeout_s = 36000 (unless --timeout)" in shown.output
+    assert "judge = deepseek-v3.2" in shown.output and 'rules = "release"' in shown.output
     atlas = runner.invoke(app, ["protocols", "omniatlas-paper"])
     assert "not reproduced yet media inside tool messages" in atlas.output
 
@@ -211,7 +261,7 @@ def test_a_task_with_missing_media_fails_or_runs_without_them(tmp_path: Path, ch
     assert bad.exit_code != 0 and "--missing-media is fail or drop" in str(bad.exception)
 
 
-@pytest.mark.parametrize("name", ["omniagent-paper", "agent-omni-paper"])
+@pytest.mark.parametrize("name", ["omniagent-paper", "agent-omni-paper", "omnigaia-paper"])
 def test_protocols_names_each_remaining_gap_with_its_reason(name: str) -> None:
     preset = get_protocol(name)
     assert all(gap.reason for gap in preset.gaps), [g.finding for g in preset.gaps if not g.reason]

@@ -98,6 +98,19 @@ def test_exact_match_on_untagged_last_words(make_model: MakeModel) -> None:
     ).correct
 
 
+def test_the_reference_reads_only_the_lower_case_answer_tag(make_model: MakeModel) -> None:
+    # Issue 43 point 15: eval_results.py's pattern has no IGNORECASE, so <ANSWER> is no tag and
+    # the last 20 words stand for the answer (exact match fails on the tags around it).
+    shouted = "I checked it. <ANSWER>2 years</ANSWER>"
+    assert judge_input(shouted, REFERENCE_RULES) == shouted
+    assert judge_input(shouted, ScoringRules(judge_input="answer-span")) == "2 years"
+    strict = run(OmniGaiaScorer(make_model([])).score(task("2 years"), shouted))
+    assert strict.exact_match  # omnilab's default reads any case
+    ref = run(reference(make_model([text("Incorrect")])).score(task("2 years"), shouted))
+    assert (ref.exact_match, ref.correct) == (False, False)
+    assert REFERENCE_RULES.case_sensitive_tag and not ScoringRules().case_sensitive_tag
+
+
 def test_a_failing_judge_is_undecided_strictly_and_wrong_by_the_reference(
     make_model: MakeModel,
 ) -> None:

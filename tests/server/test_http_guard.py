@@ -291,3 +291,18 @@ def test_a_pattern_with_a_url_never_admits_another_url_put_into_the_name() -> No
     ):
         with pytest.raises(ClientChoiceError, match="is not allowed on this server"):
             policy.model_for(refused)
+
+
+def test_deeply_nested_agent_options_get_a_400_not_a_500(tmp_path: Path) -> None:
+    """Issue 42: JSON nested past the parser's recursion was a 500 (RecursionError)."""
+    runs = tmp_path / "runs"
+    with serving(runs, script(tmp_path, ["<answer>x</answer>"])) as url, client(url) as http:
+        for nested in ("[" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000, "[" * 17 + "]" * 17):
+            reply = http.post("/v1/ask", data={"question": "q", "agent_options": nested})
+            assert reply.status_code == 400, reply.text
+            assert "nested deeper than 16 levels" in detail(reply)
+        assert no_runs(runs)
+        # Brackets inside strings do not count; a shallow object passes on to the policy.
+        text = json.dumps({"mode": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})
+        reply = http.post("/v1/ask", data={"question": "q", "agent_options": text})
+        assert "nested deeper" not in reply.text

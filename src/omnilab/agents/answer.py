@@ -16,15 +16,19 @@ AnswerSource = Literal["tag", "unclosed_tag", "whole_text"]
 """Where an answer came from: a closed tag, a tag cut off at the end, or the whole message."""
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_ANSWER_EXACT = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+"""OmniGAIA's released code matches the tag as written (``eval_results.py``)."""
 _OPEN = re.compile(r"<answer>", re.IGNORECASE)
 # A call a model wrote as text that the parser could not recover: a tag, or a JSON object with
 # an "arguments" key (how every text tool-call convention spells it).
 _CALL_TEXT = re.compile(r"<tool_call>|<function[=>]|\"arguments\"\s*:", re.IGNORECASE)
 
 
-def extract_answer(text: str) -> str | None:
-    """The content of the last ``<answer>...</answer>``, stripped; ``None`` when there is none."""
-    spans = _ANSWER.findall(text)
+def extract_answer(text: str, *, case_sensitive: bool = False) -> str | None:
+    """The content of the last ``<answer>...</answer>``, stripped; ``None`` when there is none.
+    ``case_sensitive``: only the lower-case tag counts (``<ANSWER>`` is no tag), as OmniGAIA's
+    released code reads it; by default any case counts."""
+    spans = (_ANSWER_EXACT if case_sensitive else _ANSWER).findall(text)
     return spans[-1].strip() if spans else None
 
 

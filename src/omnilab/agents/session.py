@@ -34,6 +34,7 @@ from omnilab.agents.answer import final_answer
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
 from omnilab.agents.fit import fit_messages
 from omnilab.agents.session_types import Context, ToolOutcome, ToolRound, writes_a_call
+from omnilab.agents.view_check import vet_views
 from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
 from omnilab.models.errors import ModelError
 from omnilab.models.events import ModelCallEvent
@@ -252,6 +253,9 @@ class AgentRun:
             self.turns += 1
         specs = [t.spec for t in tools]
         self._fit(bound, context, specs, config)
+        for index, vetted in sorted(vet_views(context.messages).items()):
+            why = "a workspace file it showed was replaced by sandboxed code"
+            self.edit(context, index, index + 1, [vetted], reason=why)
         scope = _CallScope(self, context)
         token = _CALL.set(scope)
         try:

@@ -23,6 +23,7 @@ from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
 from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
 from omnilab.agents.templates import render
+from omnilab.agents.tir_release import ReleaseLoop
 from omnilab.agents.toolset import ToolEnv, build_tools, check_tool_names, default_tools
 from omnilab.agents.views import MODES, Mode, check_mode, default_mode, first_message_parts
 from omnilab.inputs import FileKind, InputSet
@@ -66,6 +67,10 @@ class TirOptions(BaseModel):
     delivery: Delivery = Field(default_factory=Delivery)
     """How media reach the model in the first message: soundtracks, frame sampling, the
     ``active`` start view (:class:`~omnilab.agents.delivery.Delivery`)."""
+    rules: Literal["omnilab", "release"] = "omnilab"
+    """``release``: the loop of OmniGAIA's released code (:mod:`omnilab.agents.tir_release`:
+    Hermes block in the system message, no native tools, media then question only, errors for
+    bad calls, reasoning kept as ``<think>``, no notices, no seed); ``omnilab``: this module's."""
     read_tools: ReadOptions = Field(default_factory=ReadOptions)
     """What read_video / read_audio / read_image return and when they are offered
     (:class:`~omnilab.tools.perception.ReadOptions`)."""
@@ -138,13 +143,33 @@ class TirAgent:
                         "on_bad_call",
                         "delivery",
                         "read_tools",
+                        "rules",
                     },
                     exclude_defaults=True,
                     mode="json",
                 ),
             }
+            if opts.rules == "release":
+                release = _release_loop(run, opts, inputs, variant, tools)
+                return await run.execute(release.run, config=config)
             loop = _Loop(run, opts, inputs, mode, variant, tools)
             return await run.execute(loop.run, config=config)
+
+
+def _release_loop(
+    run: AgentRun, opts: TirOptions, inputs: InputSet, variant: Variant, tools: list[Tool]
+) -> ReleaseLoop:
+    values = {"max_turns": run.budgets.max_turns} if variant == "omniatlas" else {}
+    return ReleaseLoop(
+        run,
+        system=render(_SYSTEM[variant]),
+        forced_prompt=render(_FORCED[variant], **values),
+        inputs=inputs,
+        tools=tools,
+        generate=opts.generate,
+        forced_generate=opts.forced_final_generate or opts.generate,
+        delivery=opts.delivery,
+    )
 
 
 def _read_needs(read: ReadOptions) -> dict[str, frozenset[FileKind] | None]:

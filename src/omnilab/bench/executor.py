@@ -128,8 +128,14 @@ def cost_usd(
 
 def _tool_counts(trajectory: Trajectory) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for call in trajectory.tool_calls:
+    calls = trajectory.tool_calls
+    for call in calls:
         counts[call.name] = counts.get(call.name, 0) + 1
+    # Calls a loop read from the reply's text itself (tir's rules=release) have a result but
+    # no call on an assistant message: each such result is one call.
+    for result in trajectory.tool_results:
+        if result.result.metadata.get("read_from_text") is True:
+            counts[result.name] = counts.get(result.name, 0) + 1
     return counts
 
 

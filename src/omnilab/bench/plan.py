@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from omnilab import __version__
+from omnilab._private_paths import add_private_paths
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
@@ -86,6 +87,9 @@ def plan_run(
         done = run.results()
     elif resume and run.path.exists() and any(run.path.iterdir()):
         raise BenchError(f"{run.path} is not a run folder (no run.json); cannot resume it")
+    # The dataset (labels), its media and the run folder are the run's own: hidden from its
+    # sandboxes wherever they lie (a dataset under /usr/local would be shown with /usr).
+    add_private_paths(config.data, config.media_root, run.path)
     loaded = load_dataset(
         config.dataset,
         config.data,

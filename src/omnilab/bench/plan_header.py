@@ -58,6 +58,7 @@ def plan_header(plan: RunPlan, executor: TaskExecutor, tasks_at_once: int) -> Ru
                 scoring_rules=config.scoring_rules,
                 search=config.search,
                 missing_media=config.missing_media,
+                judges=config.judges,
             ),
             "protocol_gaps": [g.line for g in preset.open_gaps],
             "protocol_divergences": [g.line for g in preset.named_gaps],

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from omnilab._private import open_new
+from omnilab._ownfolders import open_new
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.task_files import finishing

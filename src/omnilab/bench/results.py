@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
-from omnilab._private import open_new
+from omnilab._ownfolders import open_new
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Score
 from omnilab.bench.task import Task, TaskMetadata

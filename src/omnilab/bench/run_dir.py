@@ -30,7 +30,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from omnilab import __version__
-from omnilab._private import private_folder, write_atomic
+from omnilab._atomic import write_atomic
+from omnilab._ownfolders import private_folder
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail

@@ -36,6 +36,7 @@ from omnilab.cli._pairs import parse_pairs
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.config import get_settings
 from omnilab.models import default_model_name
+from omnilab.terminal import inert
 
 __all__ = ["eval_"]
 
@@ -273,7 +274,9 @@ def eval_(
     if name is None:
         raise BenchError("name the dataset and its file: omnilab eval DATASET --data PATH")
     protocol_name = _pick(protocol, stored, "protocol", None)
-    preset_agent = get_protocol(protocol_name).agent if protocol_name else "tir"
+    preset = get_protocol(protocol_name) if protocol_name else None
+    preset_agent = preset.agent if preset else "tir"
+    timeout_default = (preset and preset.task_timeout_s) or settings.task_timeout_s
     agent_name = _pick(agent, stored, "agent", preset_agent)
     given_judges = split_values(judge) or None
     given_roles = parse_pairs(role, "--role", parse_json=False)
@@ -298,7 +301,7 @@ def eval_(
         )
         if stored is not None or max_turns or max_tokens or max_seconds
         else None,
-        task_timeout_s=_pick(timeout, stored, "task_timeout_s", settings.task_timeout_s),
+        task_timeout_s=_pick(timeout, stored, "task_timeout_s", timeout_default),
         scorer=_pick(scorer, stored, "scorer", None),
         judges=_pick(given_judges, stored, "judges", []),
         seed=_pick(seed, stored, "seed", 0),
@@ -422,4 +425,5 @@ def _show_prompt(config: RunConfig) -> None:
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
     prompt = asyncio.run(first_prompt(executor, tasks[0]))
-    typer.echo(render_prompt(prompt))
+    # Dataset text is untrusted: its escape sequences (OSC title, clipboard) never act here.
+    typer.echo(inert(render_prompt(prompt)))

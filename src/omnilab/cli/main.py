@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "cache": ("omnilab.cli.cache:app", "See and clear the media cache (prepared media parts)."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
+    "trust": (
+        "omnilab.cli.trust:trust_command",
+        "Let a project's omnilab.toml set security options.",
+    ),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
     "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),
     "serve": (

@@ -65,6 +65,10 @@ def protocols(
             rules = preset.scoring_rules.model_dump(mode="json", exclude_defaults=True)
             for line in _flat({"scoring_rules": rules}):
                 console.print(f"  {escape(line)}")
+        if preset.task_timeout_s is not None:
+            console.print(f"  task_timeout_s = {preset.task_timeout_s:g} (unless --timeout)")
+        if preset.judge is not None:
+            console.print(f"  judge = {escape(preset.judge)} (pass --judge with that model)")
         if preset.search is not None:
             console.print(
                 f"  search = {escape(preset.search)} (pass --search {escape(preset.search)})"

@@ -28,7 +28,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from omnilab import _wsread
-from omnilab._private import check_folder, make_folders
+from omnilab._atomic import make_folders
+from omnilab._ownfolders import check_folder
 from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity"]
@@ -248,7 +249,7 @@ class MediaCache:
 
 def _private_folder(root: Path) -> None:
     """Makes ``root`` (and missing parents, 0700) and leaves it 0700; refuses a link or a
-    folder of another user's (:class:`~omnilab._private.UnsafeFolderError`)."""
+    folder of another user's (:class:`~omnilab._ownfolders.UnsafeFolderError`)."""
     make_folders(root)
     key = str(root)
     if key in _tightened:

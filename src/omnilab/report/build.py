@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnilab._private import write_atomic
+from omnilab._atomic import write_atomic
+from omnilab._private_paths import add_private_paths
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, summarize
@@ -131,6 +132,7 @@ def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path]
     for path in runs:
         if not Path(path).is_dir():
             raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
+    add_private_paths(out, *runs)  # hidden from any sandbox this process starts later
     if len(runs) == 1:
         write_run_report(Path(runs[0]), out, media_roots=media_roots)
         return out / "index.html"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omnilab._private import write_atomic
+from omnilab._atomic import write_atomic
 from omnilab.bench.metrics import accuracy_by, compare_runs
 from omnilab.report.html import esc, page
 from omnilab.report.rows import TaskRow

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from omnilab._private import write_atomic
+from omnilab._atomic import write_atomic
 
 __all__ = ["ASSETS", "esc", "json_block", "page", "write_assets"]
 

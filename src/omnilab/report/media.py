@@ -27,8 +27,8 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from omnilab import _wsread
+from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
-from omnilab._private import write_atomic
 from omnilab.config import get_settings
 from omnilab.content import Audio, Document, Image, Video
 

@@ -42,14 +42,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
 
 from omnilab import _wsread
+from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
-from omnilab._private import write_atomic
+from omnilab._private_paths import add_private_paths
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
 from omnilab.server.guard import Guard
-from omnilab.server.policy import ClientPolicy
+from omnilab.server.policy import ClientPolicy, parse_agent_options
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
 
 __all__ = ["ClientPolicy", "create_app"]
@@ -112,6 +113,8 @@ def create_app(
     root = media_root.expanduser().resolve() if media_root is not None else None
     if root is not None:
         _wsread.mark_untrusted(root)  # what requests name there is opened through no link
+    # Every client's runs and uploads, and the media root: hidden from every run's sandboxes.
+    add_private_paths(runs_dir, root)
     limit = max_upload_mb << 20
     app = FastAPI(title="omnilab", docs_url=None, redoc_url=None)
     running = 0  # runs in flight; one event loop, so a plain counter is enough
@@ -166,12 +169,7 @@ def create_app(
         stream: Annotated[bool, Form()] = False,
     ) -> Any:
         nonlocal running
-        try:
-            options = json.loads(agent_options) if agent_options else None
-        except ValueError as e:
-            raise HTTPException(400, f"agent_options is not JSON: {e}") from None
-        if options is not None and not isinstance(options, dict):
-            raise HTTPException(400, "agent_options must be a JSON object")
+        options = parse_agent_options(agent_options)
         # The operator's choices first: nothing is written for a request that breaks them.
         if agent not in AGENTS:
             raise HTTPException(400, f"unknown agent {agent!r}; agents: {', '.join(agent_names())}")
@@ -314,7 +312,7 @@ def create_app(
         # copied input that is HTML or SVG would otherwise run script next to the API.
         return FileResponse(path, headers=_FILE_HEADERS)
 
-    return Guard(app, token=token, hosts=hosts, max_upload=limit)
+    return Guard(app, token=token, hosts=hosts, max_upload=limit, home="/v1/runs")
 
 
 _REPORT = "report"

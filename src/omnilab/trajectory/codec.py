@@ -33,8 +33,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from omnilab import _wsread
+from omnilab._atomic import write_atomic
 from omnilab._memo import IdentityMemo
-from omnilab._private import write_atomic
 from omnilab.content import Text
 from omnilab.models.events import CallInput, ModelCallEvent
 from omnilab.models.types import GenerateConfig, Message, ToolSpec

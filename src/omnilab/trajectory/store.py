@@ -26,8 +26,8 @@ from typing import IO, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab._atomic import make_folders
 from omnilab._ids import new_id
-from omnilab._private import make_folders
 from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.types import Message, ToolCall, Usage

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnilab import _wswalk
-from omnilab._private import write_atomic
+from omnilab._atomic import write_atomic
 from omnilab.trajectory import AnswerEvent, ToolResultEvent
 
 if TYPE_CHECKING:

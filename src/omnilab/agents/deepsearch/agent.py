@@ -13,8 +13,12 @@ What happens then is ``on_exhausted``: ``final_answer`` (the default) asks the m
 for its final answer with tools disabled when every budget is spent or the turns run out;
 ``end`` (the paper's runs, Appendix A.1 and A.3, and the ``omni-deepsearch-paper`` preset)
 asks nothing more: the model's reply after its last search is its last turn, a search it
-tries when no search is left ends the run without an answer, and so does the turn limit. The answer is the last
-``<answer>...</answer>``.
+tries when no search is left ends the run without an answer, and so does the turn limit.
+``last_search`` (the ``omni-deepsearch-paper`` preset) reads the case studies of Appendix A
+more strictly: "By Turn 10, the agent ... exhausts its budget and terminates by outputting a
+JSON tool-call"; "After 10 turns ... the agent reached its maximum step limit", so the run ends
+as soon as the last search of the budget has run, with no further model call and no answer.
+The answer is the last ``<answer>...</answer>``.
 
 Every step is in the trajectory: each search with its results, a ``StepNote`` with the
 searches left per tool after each one, and a closing ``search budget`` note (used, limits,
@@ -45,7 +49,7 @@ __all__ = ["DeepSearchAgent", "DeepSearchOptions"]
 
 AudioMode = Literal["auto", "native", "transcript"]
 BudgetScope = Literal["tool", "task"]
-OnExhausted = Literal["final_answer", "end"]
+OnExhausted = Literal["final_answer", "end", "last_search"]
 _SHARED = "search tools"
 """How the task-scoped budget is named in notices and in the closing budget note."""
 
@@ -66,7 +70,9 @@ class DeepSearchOptions(BaseModel):
     on_exhausted: OnExhausted = "final_answer"
     """When the search budget or the turns run out: ``final_answer`` asks the model once more
     for its answer with tools disabled (omnilab's default); ``end`` ends the run there, as the
-    paper's runs do (a search past the budget ends it without an answer)."""
+    paper's runs do (a search past the budget ends it without an answer); ``last_search``
+    ends it as soon as the last search of the budget has run, with no further model call
+    (Appendix A's case studies: the run "terminates" at turn 10 with a tool call)."""
     search: str = "local"
     """Search provider: local, serper, brave, searxng, tavily (text and image only)."""
     index_dir: Path | None = None
@@ -286,7 +292,8 @@ class _Loop:
     async def _turns(self, chat: Context) -> RunStatus:
         run = self.run_
         reason = "The maximum number of turns is reached."
-        ends = self.options.on_exhausted == "end"
+        ends = self.options.on_exhausted in ("end", "last_search")
+        at_last = self.options.on_exhausted == "last_search"
         while run.turns < run.budgets.max_turns:
             if run.out_of_budget():
                 return "budget"
@@ -316,6 +323,9 @@ class _Loop:
                         )
                 if ends and spent and not any(self.left().values()):
                     run.note("exit", "a search past the budget ends the run without an answer")
+                    return "budget"
+                if at_last and self.tools and not any(self.left().values()):
+                    run.note("exit", "the last search of the budget ends the run without an answer")
                     return "budget"
                 continue
             _answer, source = final_answer(output.text)

@@ -13,7 +13,7 @@ the preset's; the run header and ``run.json`` record the preset and every settin
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -65,6 +65,12 @@ class Protocol(BaseModel):
     budgets: Budgets = Field(default_factory=Budgets)
     scorer: str | None = None
     scoring_rules: ScoringRules | None = None
+    task_timeout_s: float | None = None
+    """Seconds per task when ``--timeout`` is not given (default: ``bench.task_timeout_s``)."""
+    judge: str | None = None
+    """The reference's judge model (matched case-blind inside a ``--judge`` name); a run judged
+    by another model, or by none, lists it as a difference (the preset cannot pick it: it
+    needs an endpoint)."""
     search: str | None = None
     """The reference's web search provider; a run that searches elsewhere lists it as a
     difference (the preset does not pick it: ``--search NAME`` does, with that provider's key)."""
@@ -147,6 +153,7 @@ def differences(
     scoring_rules: ScoringRules | None,
     search: str | None = None,
     missing_media: MissingMedia = "fail",
+    judges: Sequence[str] | None = None,
 ) -> list[str]:
     """Every setting of a run that is not the preset's, one line each:
     ``agent_options.generate.temperature: 0 (preset 0.6)``."""
@@ -179,4 +186,8 @@ def differences(
             out.append(f"search: {used} (preset {protocol.search}: --search {protocol.search})")
     if protocol.missing_media is not None and missing_media != protocol.missing_media:
         out.append(f"missing_media: {missing_media} (preset {protocol.missing_media})")
+    if protocol.judge is not None and judges is not None:
+        wanted = protocol.judge.casefold()
+        others = [j for j in judges if wanted not in j.casefold()] if judges else ["none"]
+        out += [f"judge: {j} (preset {protocol.judge}: --judge MODEL serving it)" for j in others]
     return out

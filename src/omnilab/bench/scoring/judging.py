@@ -13,6 +13,9 @@ from omnilab's default in three choices, each a setting here:
   written) is correct, and a judge that fails three times is wrong.
 - ``em_untagged``: exact match also on the last 20 words when there is no tag (the released code
   does; default off: an untagged message is not an exact answer).
+- ``case_sensitive_tag``: only ``<answer>`` as written is a tag (the released code's pattern has
+  no IGNORECASE; default off: ``<Answer>`` is a tag too, since a model that capitalises it
+  still answered).
 
 The strict rules stay the default because the reference rules count a rambling or truncated
 judge reply as a right answer. Both verdicts are recorded for each task where one judge reply
@@ -53,6 +56,7 @@ class ScoringRules(BaseModel):
     judge_input: JudgeInput = "last-words"
     verdict: VerdictRule = "strict"
     em_untagged: bool = False
+    case_sensitive_tag: bool = False
     words: int = Field(default=20, ge=1)
     """How many last words stand for an untagged message."""
     judge_generate: GenerateConfig | None = None
@@ -68,6 +72,7 @@ REFERENCE_RULES = ScoringRules(
     judge_input="answer-span",
     verdict="reference",
     em_untagged=True,
+    case_sensitive_tag=True,
     judge_generate=GenerateConfig(
         max_tokens=40960, extra_body={"chat_template_kwargs": {"thinking": False}}
     ),
@@ -78,7 +83,7 @@ REFERENCE_RULES = ScoringRules(
 def judge_input(prediction: str, rules: ScoringRules) -> str:
     """What the judge is shown as the predicted answer under ``rules``."""
     if rules.judge_input == "answer-span":
-        span = extract_answer(prediction)
+        span = extract_answer(prediction, case_sensitive=rules.case_sensitive_tag)
         if span is not None:
             return span
     return last_words(prediction, rules.words)
@@ -87,7 +92,7 @@ def judge_input(prediction: str, rules: ScoringRules) -> str:
 def em_candidate(prediction: str, rules: ScoringRules) -> str | None:
     """What exact match compares with the labels: the ``<answer>`` span, or with
     ``em_untagged`` the last words of an untagged message; ``None``: no exact match possible."""
-    span = extract_answer(prediction)
+    span = extract_answer(prediction, case_sensitive=rules.case_sensitive_tag)
     if span is not None:
         return span
     return last_words(prediction, rules.words) if rules.em_untagged else None

@@ -255,15 +255,11 @@ def _wire_messages(
     for message in messages:
         parts = [w for p in message.content for w in _part(p, caps, model)]
         if message.role == "tool" and caps.tool_media:
-            wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(parts)}
-            )
+            wire.append(_tool_entry(message, _content(parts)))
             continue
         if message.role == "tool":
             head, rest = _split_tool_parts(parts)
-            wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": _content(head)}
-            )
+            wire.append(_tool_entry(message, _content(head)))
             if rest:
                 note = {
                     "type": "text",
@@ -286,6 +282,15 @@ def _wire_messages(
             ]
         wire.append(entry)
     return wire + media_turns
+
+
+def _tool_entry(message: Message, content: str | list[dict[str, Any]]) -> dict[str, Any]:
+    """A tool message; one answering no call id (OmniGAIA's released loop sends all results
+    of a reply in one such message) goes without the field."""
+    entry: dict[str, Any] = {"role": "tool", "content": content}
+    if message.tool_call_id is not None:
+        entry = {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
+    return entry
 
 
 def _split_tool_parts(

@@ -1,38 +1,26 @@
-"""Attacks through paths named by data and through run folders (issue 42, part B).
-
-The harness (often root) acts on a dataset's file list, a trajectory's message parts, a name
-swapped between a check and a use, a header that promises huge pictures, and folders another
-user made. Each attack below plants one of those against a root-only (0600) file and says
-whether it was contained. These are the ``data paths`` family of the attack table: they run in
-the harness, at every isolation level alike (no sandboxed code is needed to plant them).
-
-    python bench/data_path_attacks.py            # one line per attack, then the escapes
-
-To be registered as ``bench/attacks/data_paths.py`` once the table is a package.
-"""
+"""Issue 42 part B, paths named by data and run folders: the harness (often root) acts on a
+dataset's file list, a trajectory's message parts, a name swapped between a check and a use, and
+folders another user made. Each attack plants one of those against a root-only (0600) file, in
+the harness itself (no sandboxed code is needed to plant them), so every level must contain it.
+The video pixel limit (an 8192x8192 H.264 file) is left to ``tests/media/test_probe_once.py``:
+encoding it takes seconds."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import sys
-import tempfile
-from collections.abc import Callable, Iterator
+import uuid
 from pathlib import Path
 
-Verdict = tuple[bool, str]
-"""(contained, what happened)."""
-ATTACKS: dict[str, Callable[[Path], Verdict]] = {}
+from attacks.registry import ALL, Ctx, Verdict, attack
+
 SECRET = b"root:$6$secret-hash:19000:0:99999:7:::\n"
 
 
-def attack(name: str) -> Callable[[Callable[[Path], Verdict]], Callable[[Path], Verdict]]:
-    def register(fn: Callable[[Path], Verdict]) -> Callable[[Path], Verdict]:
-        ATTACKS[name] = fn
-        return fn
-
-    return register
+def _scratch(ctx: Ctx) -> Path:
+    folder = ctx.root / f"data-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 def _secret(root: Path, name: str = "shadow") -> Path:
@@ -55,8 +43,9 @@ def _dataset(folder: Path, files: list[str]) -> Path:
     return data
 
 
-@attack("dataset names an absolute path or '..' escapes")
-def dataset_escape(root: Path) -> Verdict:
+@attack("dataset names an absolute path or '..' escapes", ALL)
+def dataset_escape(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
     from omnilab.bench import load_dataset
     from omnilab.bench.errors import DatasetError
 
@@ -72,8 +61,9 @@ def dataset_escape(root: Path) -> Verdict:
     return not loaded, f"loaded {loaded}" if loaded else f"{len(tries)} paths refused"
 
 
-@attack("dataset file is a link beneath the media root")
-def dataset_link(root: Path) -> Verdict:
+@attack("dataset file is a link beneath the media root", ALL)
+def dataset_link(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
     from omnilab.agents.base import AgentConfigError
     from omnilab.agents.coder.staging import stage_inputs
     from omnilab.bench import load_dataset
@@ -94,8 +84,9 @@ def dataset_link(root: Path) -> Verdict:
     return SECRET not in staged, "the root-only file was staged into the workspace"
 
 
-@attack("trajectory part names /etc/shadow, report copies it")
-def trajectory_part(root: Path) -> Verdict:
+@attack("trajectory part names /etc/shadow, report copies it", ALL)
+def trajectory_part(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
     from omnilab.content import Audio, Document
     from omnilab.report.media import MediaCopier
 
@@ -113,8 +104,9 @@ def trajectory_part(root: Path) -> Verdict:
     return not leaked, "; ".join(r.note or "copied" for r in refs)
 
 
-@attack("probe: name swapped for a link after the check")
-def probe_swap(root: Path) -> Verdict:
+@attack("probe: name swapped for a link after the check", ALL)
+def probe_swap(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
     import importlib
 
     from omnilab import _wsread
@@ -146,33 +138,10 @@ def probe_swap(root: Path) -> Verdict:
     return False, f"probed the swapped-in file ({info.path})"
 
 
-@attack("video of 8192x8192 pictures decoded for frames")
-def video_pixels(root: Path) -> Verdict:
-    import av
-
-    from omnilab.media import MediaError, frames
-
-    path = root / "huge.mp4"
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=1)
-        stream.width = stream.height = 8192
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"preset": "ultrafast", "crf": "51"}
-        picture = av.VideoFrame(8192, 8192, "yuv420p")
-        for plane, value in zip(picture.planes, (16, 128, 128), strict=True):
-            plane.update(bytes([value]) * plane.buffer_size)
-        for packet in [*stream.encode(picture), *stream.encode()]:
-            out.mux(packet)
-    try:
-        frames(path, num=3)
-    except MediaError as exc:
-        return exc.code == "TOO_MANY_PIXELS", f"{exc.code}: {exc.message}"
-    return False, f"{path.stat().st_size} bytes decoded to three 8192x8192 frames"
-
-
-@attack("runs folder is another user's link")
-def runs_link(root: Path) -> Verdict:
-    from omnilab._private import UnsafeFolderError
+@attack("runs folder is another user's link", ALL)
+def runs_link(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab._ownfolders import UnsafeFolderError
     from omnilab.api import new_run_dir
 
     secret = _secret(root)
@@ -184,9 +153,10 @@ def runs_link(root: Path) -> Verdict:
     return False, f"run folder made at {folder}, through the link"
 
 
-@attack("link planted at run.json / trajectory.jsonl")
-def run_file_links(root: Path) -> Verdict:
-    from omnilab._private import write_atomic
+@attack("link planted at run.json / trajectory.jsonl", ALL)
+def run_file_links(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab._atomic import write_atomic
     from omnilab.trajectory import TrajectoryWriter
 
     secret = _secret(root)
@@ -199,28 +169,3 @@ def run_file_links(root: Path) -> Verdict:
         pass
     intact = secret.read_bytes() == SECRET
     return intact, "the root-only file is intact" if intact else "written through the link"
-
-
-@contextlib.contextmanager
-def scratch() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="omnilab-data-attacks-") as tmp:
-        yield Path(tmp)
-
-
-def main() -> None:
-    os.environ.setdefault("OMNILAB_CACHE_DIR", tempfile.mkdtemp(prefix="omnilab-attack-cache-"))
-    escaped = 0
-    for name, fn in ATTACKS.items():
-        with scratch() as root:
-            try:
-                contained, detail = fn(root)
-            except Exception as exc:  # an attack that crashes the harness is not contained
-                contained, detail = False, f"{type(exc).__name__}: {exc}"
-        escaped += not contained
-        verdict = "contained" if contained else "escaped"
-        print(f"{name:52} {verdict:9} {' '.join(detail.split())[:160]}", file=sys.stderr)
-    print(f"\nescapes: {escaped} of {len(ATTACKS)}")
-
-
-if __name__ == "__main__":
-    main()

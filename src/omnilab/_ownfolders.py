@@ -9,36 +9,32 @@ files. So:
   refuses, with one line, one that is a link, not a folder, owned by another user, or writable
   by others;
 - :func:`new_folder` makes a fresh 0700 folder inside such a folder;
-- :func:`write_atomic` (the project's one atomic write) writes a new file beside its target,
-  created ``O_EXCL | O_NOFOLLOW`` in the target's folder opened without following a link, and
-  renames it over the target (a planted link there is replaced, never written through);
+- :func:`omnilab._atomic.write_atomic` (the project's one atomic write) writes a new file
+  beside its target, created ``O_EXCL | O_NOFOLLOW`` in the target's folder opened without
+  following a link, and renames it over the target (a planted link is replaced, never followed);
 - :func:`open_new` opens a file for writing without following a link at its name.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import stat
-import uuid
 from pathlib import Path
 from typing import IO
 
+from omnilab._atomic import make_folders
 from omnilab.errors import OmnilabError
 
 __all__ = [
     "UnsafeFolderError",
     "check_folder",
-    "make_folders",
     "new_folder",
     "open_new",
     "private_folder",
-    "write_atomic",
 ]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class UnsafeFolderError(OmnilabError):
@@ -68,20 +64,6 @@ def check_folder(path: Path, *, what: str) -> None:
         )
     if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
         raise UnsafeFolderError(f"{path} is writable by every user{hint}")
-
-
-def make_folders(path: Path, mode: int = 0o700) -> None:
-    """Makes ``path`` and its missing parents, each made with ``mode``."""
-    missing: list[Path] = []
-    cur = path
-    while not os.path.lexists(cur):
-        missing.append(cur)
-        if cur.parent == cur:
-            break
-        cur = cur.parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode)
 
 
 def private_folder(path: str | Path, *, what: str = "folder") -> Path:
@@ -117,29 +99,3 @@ def open_new(path: Path, *, append: bool = False, mode: int = 0o644) -> IO[str]:
         make_folders(path.parent)
         fd = os.open(path, flags, mode)
     return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
-
-
-def write_atomic(path: Path, text: str | bytes, *, sync: bool = True, mode: int = 0o644) -> None:
-    """Write ``text`` to a new file beside ``path``, fsync it (unless ``sync`` is false: the
-    caller syncs it later) and rename it over ``path``; missing folders are made 0700. Nothing
-    planted at ``path`` or its temporary name is followed (see the module docstring)."""
-    path = Path(path)
-    make_folders(path.parent)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    dirfd = os.open(path.parent, _DIR)
-    tmp = f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        fd = os.open(tmp, _NEW, mode, dir_fd=dirfd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                if sync:
-                    os.fsync(f.fileno())
-            os.rename(tmp, path.name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dirfd)
-            raise
-    finally:
-        os.close(dirfd)
