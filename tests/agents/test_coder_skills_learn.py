@@ -19,7 +19,7 @@ from omnilab.errors import OmnilabError
 from omnilab.models.providers import scripted as s
 from omnilab.skills import load_skills, select_skills, starter_dir
 from omnilab.skills.guard import Forbidden, filter_guide
-from omnilab.skills.learn import distill, refine
+from omnilab.train.skills_learn import distill, refine
 
 pytestmark = pytest.mark.slow
 

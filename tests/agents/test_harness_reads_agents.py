@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from omnilab import _wsread
 from omnilab.agents.coder.artifacts import workspace_outputs
 from omnilab.agents.coder.tools import read_workspace_image
-from omnilab.agents.views import save_view
+from omnilab.agents.view_files import save_view
 from omnilab.cli.main import app
 from omnilab.config import get_settings
 from omnilab.content import Audio, Image

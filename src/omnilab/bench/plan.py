@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab import __version__
 from omnilab._private_paths import add_private_paths
+from omnilab._version import __version__
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult

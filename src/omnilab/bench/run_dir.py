@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from omnilab import __version__
 from omnilab._atomic import write_atomic
 from omnilab._ownfolders import private_folder
+from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail

@@ -206,7 +206,7 @@ def build_executor(
 
     Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
     nothing twice), and their per-endpoint limits are lifted to ``tasks_at_once`` unless the
-    user set one (:func:`~omnilab.models.limits.lift_concurrency`); live models passed in
+    user set one (:func:`~omnilab.models.concurrency.lift_concurrency`); live models passed in
     ``components`` keep theirs.
     """
     parts = components or Components()
@@ -306,7 +306,7 @@ async def execute(
     """Run ``plan.todo``, appending each result to ``results.jsonl`` as it finishes, then write
     ``metrics.json``. ``concurrency`` defaults to the config's, else ``bench.concurrency``; the
     per-endpoint limit of models built from names is lifted to it unless ``models.concurrency``
-    was set explicitly (:func:`~omnilab.models.limits.lift_concurrency`). ``on_header`` sees the
+    was set explicitly (:func:`~omnilab.models.concurrency.lift_concurrency`). ``on_header`` sees the
     run header before the first task starts (it is also stored in ``run.json``); ``on_result``
     sees each new result (a progress bar).
 

@@ -69,7 +69,7 @@ class Model:
         """Most calls in flight on this model's endpoint (shared with other models there)."""
         self.concurrency_source = concurrency_source
         """Where an explicitly set ``concurrency`` came from; ``None`` for the default, which
-        :func:`~omnilab.models.limits.lift_concurrency` may raise for a run."""
+        :func:`~omnilab.models.concurrency.lift_concurrency` may raise for a run."""
         self.sink = sink
         self.role = role
         """The role this view was bound to (``agent``, ``judge``, ...), if any."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -14,29 +13,20 @@ from omnilab._atomic import write_atomic
 from omnilab._private_paths import add_private_paths
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
-from omnilab.bench.metrics import RunSummary, summarize
+from omnilab.bench.metrics import summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
+from omnilab.report.compare import comparison_body
 from omnilab.report.html import esc, page, write_assets
 from omnilab.report.media import MediaCopier, run_roots
 from omnilab.report.parts import Renderer
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import run_body
+from omnilab.report.run_report import RunReport
 from omnilab.report.trajectory_view import trajectory_body
 from omnilab.trajectory import Trajectory, TrajectoryError, read_trajectory
 
-__all__ = ["RunReport", "build_report", "write_run_report", "write_trajectory_page"]
-
-
-@dataclass
-class RunReport:
-    """What was written for one run."""
-
-    label: str
-    folder: Path
-    """The run's report folder (its ``index.html``)."""
-    summary: RunSummary
-    rows: list[TaskRow]
+__all__ = ["build_report", "write_run_report", "write_trajectory_page"]
 
 
 def _config(run: RunDir) -> RunConfig | None:
@@ -136,8 +126,6 @@ def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path]
     if len(runs) == 1:
         write_run_report(Path(runs[0]), out, media_roots=media_roots)
         return out / "index.html"
-    from omnilab.report.compare import comparison_body
-
     reports = []
     for n, path in enumerate(runs, start=1):
         folder = out / "runs" / f"{n}-{file_stem(Path(path).name)}"

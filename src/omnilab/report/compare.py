@@ -7,16 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from omnilab._atomic import write_atomic
 from omnilab.bench.metrics import accuracy_by, compare_runs
 from omnilab.report.html import esc, page
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import ACCURACY_GROUPS
-
-if TYPE_CHECKING:
-    from omnilab.report.build import RunReport
+from omnilab.report.run_report import RunReport
 
 __all__ = ["PAIRS", "comparison_body", "pair_class"]
 

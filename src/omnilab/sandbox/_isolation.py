@@ -16,9 +16,10 @@ from pydantic import BaseModel, Field
 
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox._cgroup import cgroup_status
+from omnilab.sandbox._launch import Launch
 from omnilab.sandbox._plan import mount_plan, run_folders
 from omnilab.sandbox._seccomp import filter_program
-from omnilab.sandbox._spawn import Launch, SandboxProcess
+from omnilab.sandbox._spawn import SandboxProcess
 from omnilab.sandbox._types import IsolationLevel, SandboxError
 from omnilab.sandbox._uidcheck import SPAN, describe_range
 

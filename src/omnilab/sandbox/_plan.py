@@ -189,9 +189,7 @@ def _package_folder() -> str:
     development) keeps it in a source checkout, which is never shown; showing just this folder
     (read-only, code only: not the checkout's other files) lets ``omnilab media ...`` and
     ``omnilab digest`` run inside, as they do for a regular install."""
-    import omnilab
-
-    return os.path.realpath(Path(omnilab.__file__).parent)
+    return os.path.realpath(Path(__file__).parent.parent)  # omnilab/sandbox/_plan.py
 
 
 def package_import_path() -> str | None:

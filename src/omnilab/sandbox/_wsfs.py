@@ -19,7 +19,7 @@ from pathlib import Path
 from omnilab._wsread import mark_untrusted
 from omnilab._wswalk import walk
 from omnilab.sandbox import _procs
-from omnilab.sandbox._launcher import _mount
+from omnilab.sandbox._launcher_fs import _mount
 from omnilab.sandbox._safefs import (
     chown_tree,
     copy_tree,

@@ -21,6 +21,7 @@ from typing import Literal, assert_never
 
 from pydantic import BaseModel, Field
 
+from omnilab._version import __version__
 from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import write_atomic
 from omnilab.bench.scoring.code_x_group import Rollout as CodeXRollout
@@ -339,8 +340,6 @@ async def rescore_records(
 def _meta(
     options: GroupOptions, folders: Sequence[str | Path], reward: str, summary: GroupExport
 ) -> dict[str, object]:
-    from omnilab import __version__
-
     return {
         "format": "omnilab-rl-groups",
         "version": 1,
