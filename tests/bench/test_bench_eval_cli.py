@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,15 +33,21 @@ def label(n: int) -> str:
 
 
 def write_dataset(folder: Path, media: dict[str, Path], n: int) -> Path:
+    # The media beneath the dataset's folder (its default media root), named relative to it.
+    (folder / "media").mkdir(exist_ok=True)
+    rel = {}
+    for kind, source in media.items():
+        shutil.copyfile(source, folder / "media" / source.name)
+        rel[kind] = f"media/{source.name}"
     items = []
     for i in range(n):
         if i % 2 == 0:
             inputs = [
-                {"type": "image", "id": "image_1", "path": str(media["image"])},
-                {"type": "audio", "id": "audio_1", "path": str(media["audio"])},
+                {"type": "image", "id": "image_1", "path": rel["image"]},
+                {"type": "audio", "id": "audio_1", "path": rel["audio"]},
             ]
         else:
-            inputs = [{"type": "video", "id": "video_1", "path": str(media["video"])}]
+            inputs = [{"type": "video", "id": "video_1", "path": rel["video"]}]
         items.append(
             {
                 "id": f"q{i}",

@@ -91,7 +91,12 @@ def plan_run(
     # The dataset (labels), its media and the run folder are the run's own: hidden from its
     # sandboxes wherever they lie (a dataset under /usr/local would be shown with /usr).
     add_private_paths(config.data, config.media_root, run.path)
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:

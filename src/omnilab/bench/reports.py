@@ -163,7 +163,12 @@ async def analyze_run(
         raise BenchError("error analysis needs a run folder (it reads run.json and trajectories)")
     run = RunDir(source.run)
     config = run.read_config()
-    loaded = load_dataset(config.dataset, data or config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        data or config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     results = load_results(source.results_file)
     target = (
         run.analysis_file

@@ -205,7 +205,12 @@ async def rescore_run(
         if run.scores_file(name).exists():
             raise BenchError(f"{run.scores_file(name)} exists; choose another --name")
     chosen = name or _free_name(run, _slug("-".join([scorer_name, *judges])))
-    loaded = load_dataset(config.dataset, data or config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        data or config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     tasks = {t.id: t for t in loaded.tasks}
     missing = [r.task_id for r in results if r.task_id not in tasks]
     if missing:

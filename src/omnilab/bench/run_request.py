@@ -50,6 +50,8 @@ class RunRequest:
     search: str | None = None
     missing_media: str | None = None
     """``fail`` or ``drop``."""
+    allow_outside_media_root: bool | None = None
+    """Take the dataset's absolute and ``..`` media paths as written (see ``load_dataset``)."""
     judges: list[str] = field(default_factory=list)
     scorer: str | None = None
     concurrency: int | None = None
@@ -153,6 +155,9 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
         preview=r.preview,
         search=_pick(r.search, stored, "search", None),
         missing_media=_pick(_missing_media(r.missing_media), stored, "missing_media", None),
+        allow_outside_media_root=_pick(
+            r.allow_outside_media_root, stored, "allow_outside_media_root", False
+        ),
     )
 
 
@@ -173,7 +178,12 @@ def preview_prompt(config: RunConfig) -> str:
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:
         raise empty_selection_error(loaded, config.selection)

@@ -18,6 +18,7 @@ from rich.table import Table
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
 from omnilab.bench.datasets import prepare_data
 from omnilab.cli._console import inert_console
+from omnilab.cli._dataopts import AllowOutsideOpt
 from omnilab.plural import plural
 from omnilab.terminal import inert_json
 
@@ -81,9 +82,15 @@ def check(
     data: DataOpt = None,
     media_root: MediaRootOpt = None,
     json_out: JsonOpt = False,
+    allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """Load a dataset and report: tasks loaded, items skipped (by reason), media missing per task."""
-    loaded = load_dataset(dataset, prepare_data(dataset, data), media_root=media_root)
+    loaded = load_dataset(
+        dataset,
+        prepare_data(dataset, data),
+        media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
+    )
     if json_out:
         typer.echo(inert_json(_check_json(loaded)))
         return
@@ -139,9 +146,15 @@ def show(
         int, typer.Option("--limit", min=1, help="Show at most this many tasks.")
     ] = 10,
     json_out: JsonOpt = False,
+    allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """Show the first tasks of a dataset as omnilab reads them (question, inputs, answers)."""
-    loaded = load_dataset(dataset, prepare_data(dataset, data), media_root=media_root)
+    loaded = load_dataset(
+        dataset,
+        prepare_data(dataset, data),
+        media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
+    )
     tasks = loaded.tasks[:limit]
     if json_out:
         for task in tasks:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from omnilab._atomic import write_atomic
 from omnilab.bench.metrics import accuracy_by, compare_runs
 from omnilab.report.html import esc, page
 from omnilab.report.rows import TaskRow
@@ -61,7 +62,7 @@ def _side_by_side(a: RunReport, b: RunReport, row: TaskRow, other: TaskRow, fold
         f'<nav><a href="{root}index.html">← comparison</a></nav><h1>{esc(row.label)}</h1>'
         f'<div class="side-by-side">{frames}</div>'
     )
-    target.write_text(page(f"{row.label}: A vs B", body, root=root), encoding="utf-8")
+    write_atomic(target, page(f"{row.label}: A vs B", body, root=root), sync=False)
     return Path(os.path.relpath(target, folder.parent.parent)).as_posix()
 
 
