@@ -195,7 +195,7 @@ def _filter_suggestions(cls: Any) -> None:
     if getattr(init, "omnilab_close_options", False):
         return
 
-    def __init__(
+    def filtered_init(
         self: Any,
         option_name: str,
         message: str | None = None,
@@ -207,8 +207,8 @@ def _filter_suggestions(cls: Any) -> None:
         close = difflib.get_close_matches(option_name.lstrip("-"), list(bare))
         object.__setattr__(self, "possibilities", [bare[c] for c in close] or None)
 
-    __init__.omnilab_close_options = True  # type: ignore[attr-defined]
-    cls.__init__ = __init__
+    filtered_init.omnilab_close_options = True  # type: ignore[attr-defined]
+    cls.__init__ = filtered_init
 
 
 def main() -> None:
