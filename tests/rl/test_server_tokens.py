@@ -10,17 +10,19 @@ import asyncio
 import importlib.util
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from test_token_sequences import ChatML
 
+from omnilab.agents.base import Budgets
 from omnilab.models import ModelConfigError, ModelOutput, get_model
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.tokens import token_exact
 from omnilab.models.types import Message, ToolSpec
-from omnilab.rl import sequences
+from omnilab.rl import Rollout, rollout, sequences
 
 ADD = ToolSpec(
     name="add",
@@ -107,3 +109,38 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
 def test_a_server_policy_without_its_tokenizer_is_one_line() -> None:
     with pytest.raises(ModelConfigError, match="needs the policy's tokenizer"):
         token_exact(get_model("vllm:policy@http://127.0.0.1:9/v1"))
+
+
+def test_rollout_takes_the_server_policys_tokenizer(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        ids = _ids(REPLIES[1])
+        choice = {"text": REPLIES[1], "finish_reason": "stop", "token_ids": ids,
+                  "logprobs": {"token_logprobs": [-0.5] * len(ids)}}  # fmt: skip
+        return web.json_response({"id": "c", "model": "m", "choices": [choice]})
+
+    async def run() -> list[Rollout]:
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            return await rollout(
+                "jsonl", data=data, agent="tir", model=f"vllm:policy@http://127.0.0.1:{port}/v1",
+                tokenizer=ChatML(), run_dir=tmp_path / "run", budgets=Budgets(max_turns=1),
+                tools=[],
+            )  # fmt: skip
+        finally:
+            await runner.cleanup()
+
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"id": "t", "question": "1+1?", "answer": "2"}) + "\n")
+    (row,) = asyncio.run(run())
+    assert len(seen) == 1 and isinstance(seen[0]["prompt"], list)
+    assert row.prompt_ids == seen[0]["prompt"] and row.response_ids == _ids(REPLIES[1])
+    assert row.response_mask == [1] * len(REPLIES[1])
