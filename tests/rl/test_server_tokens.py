@@ -89,6 +89,7 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
     # The server got ids, asked for the sampled ids back; the second prompt extends the first
     # prompt and the sampled ids exactly.
     assert all(b["return_token_ids"] and isinstance(b["prompt"], list) for b in seen)
+    assert not any("n_probs" in b for b in seen)  # llama.cpp's parameter, for llamacpp-server only
     opening = "".join(chr(t) for t in seen[0]["prompt"])
     assert opening.startswith("<system>") and opening.endswith("<user>1+1?|\n<assistant>")
     assert seen[1]["prompt"][: len(seen[0]["prompt"]) + len(CALL)] == seen[0]["prompt"] + _ids(CALL)
@@ -144,3 +145,49 @@ def test_rollout_takes_the_server_policys_tokenizer(tmp_path: Path) -> None:
     assert len(seen) == 1 and isinstance(seen[0]["prompt"], list)
     assert row.prompt_ids == seen[0]["prompt"] and row.response_ids == _ids(REPLIES[1])
     assert row.response_mask == [1] * len(REPLIES[1])
+
+
+def test_llama_cpp_servers_ids_come_from_logprobs_content() -> None:
+    seen: list[dict[str, Any]] = []
+    events: list[ModelCallEvent] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        # llama.cpp's server: no token_ids; each sampled token's id and logprob in
+        # logprobs.content (tools/server: probs_vector_to_json), once n_probs > 0.
+        content = [
+            {"id": t, "token": chr(t), "bytes": [t], "logprob": -0.1 * k, "top_logprobs": []}
+            for k, t in enumerate(_ids(REPLIES[1]))
+        ]
+        choice = {"text": REPLIES[1], "index": 0, "finish_reason": "stop",
+                  "logprobs": {"content": content}}  # fmt: skip
+        return web.json_response({"id": "c", "model": "m", "choices": [choice]})
+
+    async def run() -> ModelOutput:
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            model = token_exact(
+                get_model(
+                    f"llamacpp-server:policy@http://127.0.0.1:{port}/v1",
+                    cache=False,
+                    sink=events.append,
+                ),
+                tokenizer=ChatML(),
+            )
+            return await model.generate([Message.user("1+1?")])
+        finally:
+            await runner.cleanup()
+
+    out = asyncio.run(run())
+    assert out.text == "It is 2."
+    assert seen[0]["n_probs"] == 1 and isinstance(seen[0]["prompt"], list)
+    (seq,) = sequences(events)
+    sampled = _ids(REPLIES[1])
+    assert [t for t, m in zip(seq.response_ids, seq.response_mask, strict=True) if m] == sampled
+    assert seq.response_logprobs == pytest.approx([-0.1 * k for k in range(len(sampled))])
