@@ -80,6 +80,20 @@ def test_reasoning_is_kept_as_think_and_scored(run_agent: RunAgent) -> None:
     assert run.saved.answer == "42"
 
 
+def test_a_think_block_left_in_the_content_stays_as_sent(run_agent: RunAgent) -> None:
+    # A server without a reasoning parser leaves <think> in the content (Qwen3's template may
+    # open the block itself, leaving only </think>): the release keeps the content verbatim in
+    # later turns and in the scored output; omnilab's default moves it into the reasoning.
+    first = f"<think>\nSearch first.\n</think>\n\n{_call('nope', {})}"
+    last = "Checked.\n</think>\n\n<answer>42</answer>"
+    model, adapter = scripted([text(first), text(last)])
+    run = run_agent(model, [], "Q?", tools=["web_search"], **RELEASE)
+    kept = adapter.requests[1][0][2]
+    assert kept.role == "assistant" and kept.text == first
+    assert run.saved.final is not None and run.saved.final.text == last
+    assert run.saved.answer == "42"
+
+
 def test_an_empty_reply_is_answered_with_the_releases_error_line(run_agent: RunAgent) -> None:
     model, _ = scripted([text("")])
     run = run_agent(model, [], "Q?", **RELEASE)
