@@ -5,6 +5,7 @@ The request bodies as a whole are compared with the release's own loop in
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -13,10 +14,14 @@ from agentkit import RunAgent, scripted
 from omnilab.agents import Budgets
 from omnilab.agents.templates import render
 from omnilab.agents.tir_release import parse_release_calls, release_text
+from omnilab.bench.protocols import get_protocol
 from omnilab.content import Audio, Image, Text, Video
 from omnilab.media import synth
 from omnilab.models.capabilities import Capabilities
+from omnilab.models.fake_server import FakeOpenAIServer, FakeReply
 from omnilab.models.providers.scripted import text
+from omnilab.models.registry import get_model
+from omnilab.models.types import Message
 
 RELEASE = {"rules": "release", "variant": "base"}
 
@@ -177,3 +182,22 @@ def test_a_text_input_is_inlined_before_the_question(run_agent: RunAgent, tmp_pa
     parts = adapter.requests[0][0][1].content
     assert len(parts) == 2 and isinstance(parts[0], Text) and "the code is 42" in parts[0].text
     assert parts[1] == Text(text="Q?")
+
+
+def test_reasoning_under_the_newer_field_name_is_kept_as_a_named_gap() -> None:
+    # QwenBaseAgent reads getattr(message, "reasoning_content"); omnilab also reads "reasoning"
+    # (the name newer vLLM sends), which the preset names.
+    gap = {g.finding: g for g in get_protocol("omnigaia-paper").gaps}["reasoning field"]
+    assert "reasoning_content" in gap.reference and gap.reason
+    message = {"role": "assistant", "content": "<answer>4</answer>", "reasoning": "2+2."}
+    body = {
+        "id": "r",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    with FakeOpenAIServer(default=FakeReply(body=body)) as fake:
+        model = get_model(f"vllm:m@{fake.base_url}", cache=False)
+        out = asyncio.run(model.generate([Message.user("Q?")]))
+    assert out.reasoning == "2+2." and out.text == "<answer>4</answer>"
