@@ -51,7 +51,7 @@ def test_no_tools_field_the_hermes_block_and_media_then_question(
 
 def test_bad_calls_answer_errors_and_the_loop_goes_on(run_agent: RunAgent) -> None:
     steps = [
-        text(_call("nope", {}) + _call("web_search", {})),
+        text(_call("nope", {}) + _call("web_search", {}) + _call("web_search", {"num": 3})),
         text('```json\n{"name": "web_search", "arguments": {"query": "x"}}\n```'),
     ]
     model, adapter = scripted(steps)
@@ -63,6 +63,7 @@ def test_bad_calls_answer_errors_and_the_loop_goes_on(run_agent: RunAgent) -> No
         json.dumps(
             {"error": "AgentTools.web_search() missing 1 required positional argument: 'query'"}
         ),
+        json.dumps({"error": "AgentTools.web_search() got an unexpected keyword argument 'num'"}),
     ]
     # fenced JSON without <tool_call> tags is the final answer, taken as it is
     assert run.saved.final is not None and run.saved.final.text.startswith("```json")

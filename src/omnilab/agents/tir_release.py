@@ -106,6 +106,12 @@ def _refusal(call: ToolCall, by_name: dict[str, Tool]) -> ToolResult | None:
     tool = by_name.get(call.name)
     if tool is None:
         return ToolResult.fail("UNKNOWN_TOOL", release_text("tool_not_found", name=call.name))
+    # Python reports an unexpected keyword argument before a missing one.
+    accepted = tool.spec.parameters.get("properties") or {}
+    unexpected = [a for a in call.arguments if a not in accepted]
+    if unexpected:
+        text = release_text("unexpected_argument", name=call.name, argument=unexpected[0])
+        return ToolResult.fail("INVALID_ARGS", text)
     required = tool.spec.parameters.get("required") or []
     missing = [a for a in required if a not in call.arguments]
     if missing:
