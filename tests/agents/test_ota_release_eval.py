@@ -112,3 +112,19 @@ def test_a_clips_sound_is_a_named_gap_and_no_processor_setting_is_sent(
     replies = [turn(span("get_clip", 4, 8)), turn({"type": "answer", "content": "B"})]
     ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False, **RELEASE)
     assert media(ran.request(1)[-1]) == ["video"]
+
+
+def test_a_think_block_before_the_json_is_invalid_under_the_preset(
+    tmp_path: Path, clip20: Path
+) -> None:
+    # video_env.py parses vLLM's generated text as it is; omnilab's model layer would move the
+    # <think> block out of the reply and the JSON would pass.
+    preset = OtaOptions.model_validate(get_protocol("omniagent-paper").agent_options)
+    assert preset.generate.keep_think
+    thought = "<think>Look first.</think>" + turn(frames(0, 4, 2))
+    replies = [thought, turn(frames(0, 4, 2)), turn({"type": "answer", "content": "B"})]
+    ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False,
+                  generate=preset.generate, **RELEASE)  # fmt: skip
+    assert ran.codes()[0] == "INVALID_JSON"
+    ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False, **RELEASE)
+    assert ran.codes()[0] is None
