@@ -9,12 +9,15 @@ list (:meth:`InputSet.resolve`). Anything else, a path above all, is refused wit
 from __future__ import annotations
 
 import mimetypes
+import os
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from omnilab import _wsread
+from omnilab._datapath import DataPath
 from omnilab._urls import is_remote, url_name
 from omnilab.content import Audio, Document, Image, MediaContent, Video
 from omnilab.errors import OmnilabError
@@ -75,6 +78,30 @@ class InputFile(BaseModel):
     is then the local copy), the URL without its query or user info (what may be recorded)."""
     version: str | None = None
     """The object's version the run recorded first (a resumed run refuses a changed object)."""
+    root: Path | None = Field(default=None, exclude=True)
+    """The folder the data declared ``path`` beneath (a dataset's media root): the file is then
+    opened beneath it through no link (:attr:`source`). ``None``: the user's own file."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        """A file beneath a declared root: every read under that root (probe, decode, staging)
+        follows the no-link rules in this process."""
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Unpickled in a worker process (the process and Ray backends): the rule comes along.
+        super().__setstate__(state)
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
+
+    @property
+    def source(self) -> DataPath | Path:
+        """What to open: a :class:`~omnilab._datapath.DataPath` beneath :attr:`root` (for
+        :mod:`omnilab._wsread` only), or the user's own :attr:`path`."""
+        if self.root is None:
+            return self.path
+        rel = self.path.relative_to(self.root).as_posix()  # made as root / rel
+        return DataPath.beneath(self.root, rel, item=f"input {self.id}")
 
     def probe(self) -> MediaInfo:
         """The file's media facts; an error names the id and file name, never the path (its
@@ -217,17 +244,19 @@ class InputSet:
                 given = url
             else:
                 path = Path(given).expanduser()
-            if not path.is_file():
+            if url is None and _wsread.untrusted_root(path) is not None:
+                # Named by data (a request, a dataset): kept beneath its root, never resolved
+                # through a link, and checked by the no-follow rules.
+                path = Path(os.path.abspath(path))  # noqa: PTH100 - lexical
+            elif path.is_file():
+                path = path.resolve()
+            if not _wsread.regular_file(path):
                 raise InputMissingError(f"input file not found: {given} (check the path)")
             kind = _detect_kind(path)
             counts[kind] = counts.get(kind, 0) + 1
             files.append(
                 InputFile(
-                    id=f"{kind}_{counts[kind]}",
-                    kind=kind,
-                    path=path.resolve(),
-                    given=str(given),
-                    url=url,
+                    id=f"{kind}_{counts[kind]}", kind=kind, path=path, given=str(given), url=url
                 )
             )
         return cls(files)

@@ -171,7 +171,9 @@ def test_a_dataset_cannot_make_omnilab_fetch_from_a_host_of_its_choosing(tmp_pat
     assert allowed.tasks[0].files[0].url == "http://169.254.169.254/latest/x.mp4"
     for escape in ("../secret.mp4", "/etc/passwd", "a/../../b.mp4", "%2e%2e/b.mp4", "a.mp4?x=1"):
         data.write_text(json.dumps({**rows[0], "files": [escape]}) + "\n")
-        with pytest.raises(DatasetError, match="would leave the media root"):
+        with pytest.raises(
+            DatasetError, match="would leave the media root|climbs with|absolute path"
+        ):
             load_dataset("jsonl", data, media_root="s3://bench/media/")
     data.write_text(json.dumps({**rows[0], "files": ["s3://bench/media/v.mp4", "w.wav"]}) + "\n")
     inside = load_dataset("jsonl", data, media_root="s3://bench/media?sig=SIGNED")

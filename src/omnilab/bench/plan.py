@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from omnilab._private_paths import add_private_paths
 from omnilab._version import __version__
 from omnilab.bench.datasets import load_dataset
+from omnilab.bench.empty_selection import empty_selection_error
 from omnilab.bench.errors import BenchError
 from omnilab.bench.remote_stage import record_versions
 from omnilab.bench.results import TaskResult
@@ -100,7 +101,7 @@ def plan_run(
     notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+        raise empty_selection_error(loaded, config.selection)
     # Inputs at URLs: their versions as first recorded in the run folder (a resumed run
     # refuses a changed object); each task fetches its own where it runs.
     tasks = record_versions(run.path, tasks)

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from omnilab._atomic import write_atomic
+from omnilab._ownfolders import private_folder
 from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
@@ -206,7 +207,9 @@ class RunConfig(BaseModel):
     """The media root when it is a URL (without query or user info): each task fetches its
     inputs beneath it where it runs."""
     allow_outside_media_root: bool = False
-    """Whether the dataset may name media outside its media root (full URLs of other hosts)."""
+    """``--allow-outside-media-root``: the dataset's absolute and ``..`` paths were taken as
+    written, and its full URLs outside a media root URL fetched (by default both are refused;
+    see :func:`omnilab.bench.load_dataset`)."""
     agent: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str
@@ -337,6 +340,8 @@ class RunDir:
     def write_config(self, config: RunConfig) -> None:
         """Store ``config`` atomically (a crash leaves the old file or the new one)."""
         try:
+            # This user's own folder, 0700 when made: never one another user made or a link.
+            private_folder(self.path, what="--out folder")
             write_atomic(self.config_file, config.model_dump_json(indent=2) + "\n")
         except OSError as e:
             raise BenchError(f"cannot write {self.config_file}: {e.strerror or e}") from None

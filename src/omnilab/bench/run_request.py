@@ -42,8 +42,6 @@ class RunRequest:
     """The dataset file: a path or a URL (``s3://``, ``https://``, ...)."""
     media_root: str | Path | None = None
     """The media folder: a path or a URL."""
-    allow_outside_media_root: bool | None = None
-    """Whether the dataset may name media outside its media root (other hosts' URLs)."""
     agent: str | None = None
     protocol: str | None = None
     agent_options: Mapping[str, Any] = field(default_factory=dict)
@@ -54,6 +52,8 @@ class RunRequest:
     search: str | None = None
     missing_media: str | None = None
     """``fail`` or ``drop``."""
+    allow_outside_media_root: bool | None = None
+    """Take the dataset's absolute and ``..`` media paths as written (see ``load_dataset``)."""
     judges: list[str] = field(default_factory=list)
     scorer: str | None = None
     concurrency: int | None = None
@@ -136,9 +136,6 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
         media_root=_pick(
             r.media_root, stored, "media_url" if stored and stored.media_url else "media_root", None
         ),
-        allow_outside_media_root=_pick(
-            r.allow_outside_media_root, stored, "allow_outside_media_root", False
-        ),
         agent_options=_pick(dict(r.agent_options) or None, stored, "agent_options", {}),
         roles=_pick(roles or None, stored, "roles", {}),
         tools=_pick(r.tools, stored, "tools", None),
@@ -162,6 +159,9 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
         preview=r.preview,
         search=_pick(r.search, stored, "search", None),
         missing_media=_pick(_missing_media(r.missing_media), stored, "missing_media", None),
+        allow_outside_media_root=_pick(
+            r.allow_outside_media_root, stored, "allow_outside_media_root", False
+        ),
     )
 
 
@@ -177,21 +177,21 @@ def preview_prompt(config: RunConfig) -> str:
     # Imported here: the dataset adapters, the executor and the scorers are for this option
     # only, and `omnilab eval` imports this module on every start.
     from omnilab.bench.datasets import load_dataset
+    from omnilab.bench.empty_selection import empty_selection_error
     from omnilab.bench.preview import first_prompt, render_prompt
     from omnilab.bench.remote_stage import stage_task
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
-    tasks = config.selection.apply(
-        load_dataset(
-            config.dataset,
-            config.data,
-            media_root=config.media_url or config.media_root,
-            allow_outside_media_root=config.allow_outside_media_root,
-        ).tasks
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_url or config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
     )
+    tasks = config.selection.apply(loaded.tasks)
     if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+        raise empty_selection_error(loaded, config.selection)
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
     # Inputs at URLs are fetched here, as the task would fetch them where it runs.

@@ -105,7 +105,6 @@ def new_config(
     agent: str,
     model: str,
     media_root: str | Path | None = None,
-    allow_outside_media_root: bool = False,
     agent_options: Mapping[str, Any] | None = None,
     roles: Mapping[str, str] | None = None,
     tools: Sequence[str] | None = None,
@@ -123,6 +122,7 @@ def new_config(
     preview: bool = False,
     search: str | None = None,
     missing_media: MissingMedia | None = None,
+    allow_outside_media_root: bool = False,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omnilab import _wsread
 from omnilab.inputs import FileKind, InputFile, guess_kind
 
 __all__ = [
@@ -108,6 +109,7 @@ class Task(BaseModel):
         raise KeyError(file_id)
 
     def missing_files(self) -> list[TaskFile]:
-        """Input files that are not on disk (reads the file system). Files at URLs are not
-        checked here: they are fetched where the task runs, and a failed fetch fails it."""
-        return [f for f in self.files if f.url is None and not f.path.is_file()]
+        """Input files that are not on disk, or not regular files reached through no link
+        beneath their root (reads the file system). Files at URLs are not checked here: they
+        are fetched where the task runs, and a failed fetch fails it."""
+        return [f for f in self.files if f.url is None and not _wsread.regular_file(f.source)]

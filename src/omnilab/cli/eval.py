@@ -31,6 +31,7 @@ from omnilab.cli import eval_options as o
 from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
 from omnilab.cli._run_render import execute_with_progress, render_outcome
+from omnilab.cli._signals import term_as_interrupt
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.terminal import inert
 
@@ -120,7 +121,10 @@ def eval_(
     for note in plan.notes:
         err.print(f"note: {note}")
     try:
-        outcome = asyncio.run(execute_with_progress(plan, config.concurrency or 1, progress, err))
+        with term_as_interrupt():  # kill PID ends the run as Ctrl-C does
+            outcome = asyncio.run(
+                execute_with_progress(plan, config.concurrency or 1, progress, err)
+            )
     except RunSetupError as e:
         stop = RunSetupError(
             f"{e}; finished tasks are saved, continue with omnilab eval --out {run_dir} --resume"

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from omnilab.bench.rescore import SCORER_NAMES
+from omnilab.cli._dataopts import OUTSIDE_HELP
 
 Dataset = Annotated[
     str | None,
@@ -26,21 +27,15 @@ Data = Annotated[
         "the media cache); offline-suite: a folder to build it in (default: the cache).",
     ),
 ]
+AllowOutsideMediaRoot = Annotated[
+    bool | None, typer.Option("--allow-outside-media-root", help=OUTSIDE_HELP)
+]
 MediaRoot = Annotated[
     str | None,
     typer.Option(
         "--media-root",
         help="Folder or URL the media paths are relative to (default: the dataset's folder; "
         "inputs at URLs are fetched where each task runs).",
-    ),
-]
-AllowOutsideMediaRoot = Annotated[
-    bool | None,
-    typer.Option(
-        "--allow-outside-media-root/--no-allow-outside-media-root",
-        help="Let the dataset name media outside its media root (full URLs of other hosts); "
-        "off by default, so a dataset cannot make omnilab fetch from a host of its choosing.",
-        show_default=False,
     ),
 ]
 Agent = Annotated[str | None, typer.Option("--agent", help="Agent scaffold (default: tir).")]

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["RemoteInputs", "fetch_data", "load_with_urls", "remote_inputs"]
 
 
-class _Adapter(Protocol):
-    """What of a dataset adapter is used here (its ``load``)."""
+class _Read(Protocol):
+    """The dataset's adapter reading a local file, relative paths beneath a local folder."""
 
-    def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad: ...
+    def __call__(self, local: Path, media: Path | None, /) -> DatasetLoad: ...
 
 
 @dataclass(frozen=True)
@@ -81,23 +81,23 @@ def fetch_data(url: str) -> Path:
 
 
 def load_with_urls(
-    adapter: _Adapter,
+    read: _Read,
     path: str | Path,
     media_root: str | Path | None,
     *,
     allow_outside_media_root: bool = False,
 ) -> DatasetLoad:
-    """``adapter``'s load of ``path`` (a file or a URL) with media at URLs where they are."""
+    """``read`` of ``path`` (a file or a URL) with media at URLs where they are."""
     data_url = str(path) if is_remote(str(path)) else None
     local = fetch_data(data_url) if data_url is not None else Path(path)
     root_url = str(media_root) if media_root is not None and is_remote(str(media_root)) else None
     if root_url is None:
-        loaded = adapter.load(local, media_root=Path(media_root) if media_root else None)
+        loaded = read(local, Path(media_root) if media_root else None)
     else:
         # The adapter resolves relative paths against a local folder; an empty one finds
         # nothing there (its files are named by URL below).
         with tempfile.TemporaryDirectory(prefix="omnilab-url-root-") as empty:
-            loaded = adapter.load(local, media_root=Path(empty))
+            loaded = read(local, Path(empty))
         loaded.media_url = public_url(root_url)
     loaded.data_url = public_url(data_url) if data_url is not None else None
     tasks = [_with_urls(t, root_url, allow_outside_media_root) for t in loaded.tasks]
@@ -129,4 +129,4 @@ def _file_url(task_id: str, f: TaskFile, root_url: str | None, allow_outside: bo
             raise DatasetError(f"task {task_id}: {e}") from None
     else:
         return f
-    return f.model_copy(update={"url": url, "path": Path(url_name(url))})
+    return f.model_copy(update={"url": url, "path": Path(url_name(url)), "root": None})
