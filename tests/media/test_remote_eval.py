@@ -172,7 +172,7 @@ def test_a_dataset_cannot_make_omnilab_fetch_from_a_host_of_its_choosing(tmp_pat
     for escape in ("../secret.mp4", "/etc/passwd", "a/../../b.mp4", "%2e%2e/b.mp4", "a.mp4?x=1"):
         data.write_text(json.dumps({**rows[0], "files": [escape]}) + "\n")
         with pytest.raises(
-            DatasetError, match="would leave the media root|climbs with|absolute path"
+            DatasetError, match=r"would leave the media root|climbs with|absolute path"
         ):
             load_dataset("jsonl", data, media_root="s3://bench/media/")
     data.write_text(json.dumps({**rows[0], "files": ["s3://bench/media/v.mp4", "w.wav"]}) + "\n")
@@ -305,3 +305,23 @@ def test_named_links_share_the_entry_s_bytes_and_go_with_it(
     remote_named.named_copy(other, "a1.wav")
     assert not link.exists() and not link.parent.exists()
     assert (root / ".named" / "r-ab2" / "a1.wav").read_bytes() == b"audio bytes"
+
+
+def test_worker_processes_fetch_their_own_inputs(tmp_path: Path) -> None:
+    from omnilab.bench.backends import get_backend
+
+    local, model = _bench(tmp_path, 2)
+    with http_store() as store:
+        for path in local.rglob("*"):
+            if path.is_file():
+                store.objects[path.relative_to(local).as_posix()] = path.read_bytes()
+        config = new_config("jsonl", store.url("tasks.jsonl"), agent="tir", model=model)
+        asyncio.run(
+            evaluate(config, tmp_path / "run", concurrency=2, backend=get_backend("processes"))
+        )
+    assert [(t, judged) for t, _, judged, _ in _outcome(tmp_path / "run")] == [
+        ("q0", True),
+        ("q1", True),
+    ]
+    start = read_trajectory(RunDir(tmp_path / "run").trajectory_file("q0")).run_start
+    assert start is not None and {f.path.name for f in start.inputs} == {"v0.mp4", "a0.wav"}
