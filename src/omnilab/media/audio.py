@@ -157,8 +157,11 @@ def _write_wav(dest: Path, rate: int, blocks: Iterator[NDArray[np.float32]]) -> 
         w.setsampwidth(2)
         w.setframerate(rate)
         for block in blocks:
+            # In place on one copy: clip, scale, round half to even (as np.round), convert.
             mono = np.clip(block[0], -1.0, 1.0)
-            w.writeframes(np.round(mono * 32767.0).astype("<i2").tobytes())
+            np.multiply(mono, np.float32(32767.0), out=mono)
+            np.rint(mono, out=mono)
+            w.writeframes(mono.astype("<i2").tobytes())
 
 
 def iter_audio(
