@@ -271,7 +271,7 @@ def wanted_indices(video: Path, count: int) -> list[int]:
 def main() -> None:
     args = _parse_args()
     video: Path = args.video or ensure_footage(args.data_dir, args.minutes)
-    counts = [int(c) for c in args.counts.split(",")]
+    counts = [int(c) for c in args.counts.split(",") if c]
     peers = [p for p in args.peers.split(",") if p]
     binaries = ffmpeg_binaries()
     exes: dict[str, str] = {}
