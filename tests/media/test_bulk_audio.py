@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from omnilab.media import audio, synth
 from omnilab.media._bulk_audio import IrregularError, iter_bulk
-from omnilab.media.probe import probe
+from omnilab.media.probe import MediaInfo, probe
 
 RATE = 16_000
 
@@ -35,16 +35,21 @@ def files(media_dir: Path) -> dict[str, Path]:
     return out
 
 
+def _end(info: MediaInfo, end: float | None) -> float:
+    assert info.duration is not None
+    return info.duration if end is None else end
+
+
 def _exact(path: Path, start: float, end: float | None) -> NDArray[np.float32]:
     info = probe(path)
-    e = info.duration if end is None else end
+    e = _end(info, end)
     blocks = list(audio.iter_audio(info, start, e, rate=RATE, layout="mono"))
     return np.concatenate([b[0] for b in blocks])
 
 
 def _bulk(path: Path, start: float, end: float | None) -> NDArray[np.float32]:
     info = probe(path)
-    e = info.duration if end is None else end
+    e = _end(info, end)
     blocks = list(iter_bulk(info, start, e, rate=RATE, layout="mono"))
     return np.concatenate([b[0] for b in blocks])
 
@@ -70,7 +75,7 @@ def test_segment_wav_is_byte_identical_and_decoded_in_bulk(
     info = probe(files[name])
     reference = tmp_path / "exact.wav"
     audio._write_wav(
-        reference, RATE, audio.iter_audio(info, 0.0, info.duration, rate=RATE, layout="mono")
+        reference, RATE, audio.iter_audio(info, 0.0, _end(info, None), rate=RATE, layout="mono")
     )
 
     def no_loop(*args: object, **kwargs: object) -> None:
@@ -80,7 +85,7 @@ def test_segment_wav_is_byte_identical_and_decoded_in_bulk(
     out = audio.audio_segment(files[name], out=tmp_path / "bulk.wav")
     assert out.read_bytes() == reference.read_bytes()
     samples = audio.audio_samples(files[name])
-    assert samples.size == round(info.duration * RATE)
+    assert samples.size == round(_end(info, None) * RATE)
 
 
 def test_a_range_that_needs_a_seek_uses_the_exact_loop(files: dict[str, Path]) -> None:
