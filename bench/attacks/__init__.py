@@ -10,7 +10,20 @@ import importlib
 
 from attacks.registry import ALL, ATTACKS, LIMITS, OWN_UID, PROMISED, STRONG, Ctx, Verdict, attack
 
-FAMILIES = ("basics", "workspaces", "limits", "kernel", "processes", "harness_reads", "visibility")
+FAMILIES = (
+    "basics",
+    "workspaces",
+    "limits",
+    "kernel",
+    "processes",
+    "harness_reads",
+    "visibility",
+    "trust",
+    "servers",
+    "run_folders",
+    "totals_and_users",
+    "data_paths",
+)
 """The family modules, in the table's order (a new family is added here)."""
 
 for _family in FAMILIES:

@@ -45,7 +45,7 @@ def _plant_links(ctx: Ctx, ws: Path, folder: str, target: Path) -> str:
 def views_link(ctx: Ctx) -> Verdict:
     from PIL import Image as PILImage
 
-    from omnilab.agents.views import save_view
+    from omnilab.agents.view_files import save_view
     from omnilab.content import Image
     from omnilab.models.capabilities import Capabilities
     from omnilab.models.providers.openai_wire import wire_messages

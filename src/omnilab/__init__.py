@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from omnilab._lazy import lazy_getattr
+from omnilab._version import __version__
 
 if TYPE_CHECKING:
     from omnilab.api import AskResult, ask, ask_async
     from omnilab.bench.runner import evaluate
 
 __all__ = ["AskResult", "__version__", "ask", "ask_async", "evaluate"]
-
-__version__ = "0.1.0.dev0"
 
 # Public names served lazily: name -> module that defines it.
 _LAZY = {

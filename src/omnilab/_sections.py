@@ -287,7 +287,9 @@ class SandboxSettings(_Section):
     uid_base: int = Field(default=200_000, ge=1000, le=4_000_000_000)
     """When the harness runs as root, each live workspace runs under its own uid in
     ``[uid_base, uid_base + 65536)``, handed out by a locked allocator shared by every omnilab
-    process of the machine (no two live workspaces share one)."""
+    process of the machine (no two live workspaces share one). A uid is used only when no user,
+    group, running process or other user's ``/etc/subuid``/``/etc/subgid`` range has it
+    (docs/sandbox.md, "Reserving the uid range")."""
 
     unsafe_process_as_root: bool = False
     """Let the ``process`` level run model code as root when the harness is root (it drops to an

@@ -1,8 +1,11 @@
-"""Settings: defaults < ``omnilab.toml`` < ``OMNILAB_*`` environment variables < explicit arguments.
+"""Settings: defaults < the user's ``omnilab.toml`` < the project's ``./omnilab.toml`` <
+``OMNILAB_*`` environment variables < explicit arguments.
 
 Nothing is read at import time: call :func:`get_settings` when a value is needed.
-The TOML file is looked up at ``$OMNILAB_CONFIG`` if set, else ``./omnilab.toml``.
-Nested fields use ``__`` in environment variables, e.g. ``OMNILAB_MEDIA__MAX_FRAMES=64``.
+``$OMNILAB_CONFIG``, when set, names the only TOML file read. The project's ``./omnilab.toml`` is
+not trusted until the user runs ``omnilab trust`` on it: until then it may set ordinary options
+only (:mod:`omnilab._config_files`). Nested fields use ``__`` in environment variables, e.g.
+``OMNILAB_MEDIA__MAX_FRAMES=64``.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import platformdirs
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
+from omnilab._config_files import ConfigError, check_trust, config_layers
 from omnilab._sections import (
     AgentSettings,
     BenchSettings,
@@ -31,7 +35,6 @@ from omnilab._sections import (
     SandboxSettings,
     WebSettings,
 )
-from omnilab.errors import OmnilabError
 
 __all__ = [
     "AgentSettings",
@@ -48,10 +51,6 @@ __all__ = [
     "config_file",
     "get_settings",
 ]
-
-
-class ConfigError(OmnilabError):
-    """A setting in the environment or the config file has an invalid value."""
 
 
 def _default_cache_dir() -> Path:
@@ -99,16 +98,19 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Dotenv is deliberately not read: secrets come from the environment or the TOML file only.
-        return (
-            init_settings,
-            env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
-        )
+        # Dotenv is deliberately not read: secrets come from the environment or the TOML files.
+        # Each file is read once (its bytes hashed for trust and parsed); an untrusted one that
+        # names a security-relevant setting refuses the run here, for every command and the API.
+        layers = config_layers()
+        for layer in layers:
+            check_trust(layer)
+        files = [InitSettingsSource(settings_cls, layer.data) for layer in reversed(layers)]
+        return (init_settings, env_settings, *files)
 
 
 def config_file() -> Path:
-    """The TOML file settings are read from (it need not exist)."""
+    """The TOML file of the run's own folder (or ``$OMNILAB_CONFIG``): the one a command line
+    points at; it need not exist. :func:`omnilab._config_files.config_layers` lists every file."""
     return Path(os.environ.get("OMNILAB_CONFIG", "omnilab.toml"))
 
 
@@ -122,7 +124,7 @@ def get_settings() -> Settings:
         return Settings()
     except ValidationError as e:
         raise ConfigError(_describe(e)) from e
-    except (OSError, ValueError) as e:  # unreadable or malformed TOML
+    except (OSError, ValueError) as e:  # unreadable TOML
         raise ConfigError(f"cannot read config file {config_file()}: {e}") from e
 
 

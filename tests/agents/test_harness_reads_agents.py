@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from omnilab import _wsread
 from omnilab.agents.coder.artifacts import workspace_outputs
 from omnilab.agents.coder.tools import read_workspace_image
-from omnilab.agents.views import save_view
+from omnilab.agents.view_files import save_view
 from omnilab.cli.main import app
 from omnilab.config import get_settings
 from omnilab.content import Audio, Image
@@ -140,7 +140,7 @@ def test_report_never_copies_a_planted_perception_link(
         Audio(path=gone / "clip.wav"),  # copied as it is, never decoded
         Image(path=ws / "views" / "frame.jpg"),  # at its own path, through a linked folder
     ]
-    with MediaCopier(report) as copier:
+    with MediaCopier(report, roots=(tmp_path,)) as copier:
         refs = [copier.ref(p, search=(ws,)) for p in parts]
     assert all(ref.src is None for ref in refs), refs
     copied = (

@@ -162,9 +162,10 @@ def test_show_prompt_prints_the_first_prompt_without_calling_the_model(
     data = write_tasks(tmp_path, 2, files=[str(image_file)])
     out = tmp_path / "run"
     with CountingServer() as server:
-        output = ok(*eval_args(data, server.base_url, out, "--show-prompt"))
+        root = ("--media-root", str(image_file.parent))
+        output = ok(*eval_args(data, server.base_url, out, "--show-prompt", *root))
         # A judged scorer needs no judge for a preview: nothing is scored.
-        args = eval_args(data, server.base_url, out, "--show-prompt")
+        args = eval_args(data, server.base_url, out, "--show-prompt", *root)
         args[args.index("answer_set")] = "omnigaia"
         monkeypatch.delenv("OMNILAB_BENCH__JUDGE_MODEL", raising=False)
         assert ok(*args).startswith("first prompt of task q0")
@@ -174,6 +175,18 @@ def test_show_prompt_prints_the_first_prompt_without_calling_the_model(
     assert "--- tools ---" in output and "read_image" in output
     assert str(image_file.parent) not in output  # media by name, never a host path
     assert not out.exists()
+
+
+def test_show_prompt_prints_dataset_text_inert(tmp_path: Path) -> None:
+    """Issue 42: a dataset's question with OSC sequences (window title, clipboard) and a
+    bidirectional override is shown as visible escapes, never sent to the terminal raw."""
+    path = tmp_path / "tasks.jsonl"
+    hostile = "Q \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07 \u202eevil?"
+    path.write_text(json.dumps({"id": "q0", "question": hostile, "answer": "x"}) + "\n")
+    with CountingServer() as server:
+        output = ok(*eval_args(path, server.base_url, tmp_path / "run", "--show-prompt"))
+    assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output
+    assert "\\x1b]0;pwned\\x07" in output and "\\u202eevil?" in output
 
 
 def test_a_dead_endpoint_stops_with_one_line_and_a_resume_hint(

@@ -465,3 +465,14 @@ def test_syncfs_is_called_on_linux(tmp_path: Path) -> None:
         assert _syncfs(fd) is sys.platform.startswith("linux")
     finally:
         os.close(fd)
+
+
+def test_a_plan_names_its_dataset_media_and_run_folder_for_the_sandbox(
+    data: Path, tmp_path: Path
+) -> None:
+    from omnilab.sandbox import private_paths
+
+    out = tmp_path / "masked-run"
+    plan_run(config_for(data), out)
+    named = private_paths()
+    assert str(data.resolve()) in named and str(out.resolve()) in named

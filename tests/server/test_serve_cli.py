@@ -1,5 +1,6 @@
-"""``omnilab serve`` as a user starts it (a real process): a token is made and printed once with
-a ready curl line and then required; ``--no-token`` only with the explicit flag, and then with a
+"""``omnilab serve`` as a user starts it (a real process): a token is made, printed once (for the
+browser's login page) and kept in a 0600 header file that the printed curl line reads (never the
+token in a command line: other users read every process's argv), and then required; ``--no-token`` only with the explicit flag, and then with a
 warning; a token from ``--token-env`` must be long; ``--allow-model`` is what clients may pick."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         **os.environ,
         "OMNILAB_AGENTS__RUNS_DIR": str(tmp_path / "runs"),
         "OMNILAB_CACHE_DIR": str(tmp_path / "cache"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
         **extra,
     }
 
@@ -84,8 +86,14 @@ def test_a_token_is_made_printed_once_and_required(tmp_path: Path) -> None:
         token = shown.removeprefix(TOKEN_LINE)
         assert len(token) >= 32
         curl = next(line for line in lines if "curl " in line)
-        assert f"-H 'Authorization: Bearer {token}'" in curl and f"{url}/v1/ask" in curl
-        assert sum(token in line for line in lines) == 3  # the token line, curl, browser address
+        header = tmp_path / "state" / "omnilab" / "tokens" / f"serve-{url.rsplit(':', 1)[1]}.header"
+        assert f"curl -H @{header} " in curl and f"{url}/v1/ask" in curl
+        assert header.read_text() == f"Authorization: Bearer {token}\n"
+        assert header.stat().st_mode & 0o777 == 0o600
+        assert header.parent.stat().st_mode & 0o777 == 0o700
+        assert sum(token in line for line in lines) == 1  # the token line only: no argv, no URL
+        browser = next(line for line in lines if "in a browser" in line)
+        assert browser.endswith(f"{url}/login (paste the token)")
         assert not any("sk-must-never-show" in line for line in lines)
 
         assert httpx.post(f"{url}/v1/ask", data={"question": "hi"}).status_code == 401
@@ -98,6 +106,7 @@ def test_a_token_is_made_printed_once_and_required(tmp_path: Path) -> None:
         refused = {"question": "hi", "model": f"scripted:{tmp_path / 'x.json'}"}
         reply = httpx.post(f"{url}/v1/ask", data=refused, headers=auth)
         assert reply.status_code == 400 and "--allow-model" in reply.json()["detail"]
+    assert not header.exists()  # removed when the server stops
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omnilab.agents.view_files import frame_parts
 from omnilab.content import Audio, Content, Text, Video
 from omnilab.inputs import InputFile, InputSet
 from omnilab.models.capabilities import Capabilities
@@ -113,7 +114,6 @@ def video_frames_parts(
     """Video ``f`` as frames at ``fps`` (at most ``max_frames``, ``max_edge`` pixels), each
     after its time, then its soundtrack (up to ``audio_s``) when the model takes audio.
     ``keyframes`` samples the keyframe at or before each time instead of the exact frame."""
-    from omnilab.agents.views import frame_parts
     from omnilab.media.prepared import jpeg_frames
 
     duration = f.probe().duration or 0.0

@@ -33,8 +33,10 @@ from typing import Any, Literal
 from omnilab.agents.answer import final_answer
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
 from omnilab.agents.fit import fit_messages
+from omnilab.agents.session_tools import _PARENT, ToolDispatch
 from omnilab.agents.session_types import Context, ToolOutcome, ToolRound, writes_a_call
-from omnilab.agents.workers import BudgetClock, ToolGate, run_tool_calls
+from omnilab.agents.view_check import vet_views
+from omnilab.agents.workers import BudgetClock, ToolGate
 from omnilab.models.errors import ModelError
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.model import Model
@@ -58,14 +60,10 @@ from omnilab.trajectory import (
     RunStatus,
     StepNote,
     StepScore,
-    ToolResultEvent,
     Trajectory,
-    tool_message,
 )
 
 __all__ = ["AgentRun", "Context", "ToolOutcome", "ToolRound"]
-
-SentAs = Literal["tool", "user"]
 
 
 @dataclass
@@ -76,12 +74,11 @@ class _CallScope:
 
 
 # Which run and context the current model call belongs to; set around ``AgentRun.call`` so the
-# bound model's sink can label its event, and copied into tool tasks as their parent.
+# bound model's sink can label its event (a tool's own calls get their parent from ``_PARENT``).
 _CALL: ContextVar[_CallScope | None] = ContextVar("omnilab_agent_call", default=None)
-_PARENT: ContextVar[str | None] = ContextVar("omnilab_agent_parent", default=None)
 
 
-class AgentRun:
+class AgentRun(ToolDispatch):
     """One run of one task (see the module docstring).
 
     ``tool_budgets`` caps calls per tool over the run (e.g. ``{"text_search": 10}``);
@@ -252,6 +249,9 @@ class AgentRun:
             self.turns += 1
         specs = [t.spec for t in tools]
         self._fit(bound, context, specs, config)
+        for index, vetted in sorted(vet_views(context.messages).items()):
+            why = "a workspace file it showed was replaced by sandboxed code"
+            self.edit(context, index, index + 1, [vetted], reason=why)
         scope = _CallScope(self, context)
         token = _CALL.set(scope)
         try:
@@ -303,60 +303,6 @@ class AgentRun:
             if bound.name == model.name and bound.adapter is model.adapter:
                 return bound
         return self._bind(model, context.role)
-
-    # -- tools --------------------------------------------------------------------------------
-
-    async def run_tools(
-        self,
-        calls: Sequence[ToolCall],
-        context: Context,
-        tools: Mapping[str, Tool] | Sequence[Tool],
-        *,
-        sent_as: SentAs = "tool",
-    ) -> ToolRound:
-        """Run one reply's tool calls (concurrently, under the budgets) and send each result
-        back into ``context`` as a tool message (or a user message, ``sent_as="user"``)."""
-        by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
-        results = self.gate.admit(calls)
-        runnable = [c for c, r in zip(calls, results, strict=True) if r is None]
-        parent = context.last_call_id
-        token = _PARENT.set(parent)  # a tool's own model calls point at the call that asked
-        try:
-            model = self.models.get(context.role, self.models["agent"])
-            ran = iter(
-                await run_tool_calls(
-                    runnable,
-                    by_name,
-                    clock=self.clock,
-                    capabilities=model.capabilities,
-                    max_chars=self.max_observation_chars,
-                )
-            )
-        finally:
-            _PARENT.reset(token)
-        outcomes: list[ToolOutcome] = []
-        terminal: ToolOutcome | None = None
-        for call, refused in zip(calls, results, strict=True):
-            result, seconds = (refused, 0.0) if refused is not None else next(ran)
-            result = self.gate.after(call, result)
-            event = ToolResultEvent(
-                call_id=call.id,
-                name=call.name,
-                arguments=call.arguments,
-                result=result,
-                duration_s=seconds,
-                sent_as=sent_as,
-                context_id=context.id,
-                parent_id=parent,
-            )
-            self.emit(event)
-            context.messages.append(tool_message(call.id, result, sent_as=sent_as))
-            outcome = ToolOutcome(call, result, event)
-            outcomes.append(outcome)
-            ends = call.name in self.terminal_tools or result.metadata.get("terminal") is True
-            if terminal is None and refused is None and result.ok and ends:
-                terminal = outcome
-        return ToolRound(outcomes, terminal)
 
     # -- answers, scores, budgets -------------------------------------------------------------
 
@@ -452,9 +398,11 @@ class AgentRun:
             self.emit(ErrorEvent(error_kind="model", message=str(e), details=details))
             status = "error"
         except (asyncio.CancelledError, Exception) as e:
-            kind = "cancelled" if isinstance(e, asyncio.CancelledError) else "internal"
+            cancelled = isinstance(e, asyncio.CancelledError)
+            kind = "cancelled" if cancelled else "internal"
             trace = "".join(traceback.format_exception(e))
-            self.emit(ErrorEvent(error_kind=kind, message=repr(e), details={"traceback": trace}))
+            message = "the run was stopped before it finished" if cancelled else repr(e)
+            self.emit(ErrorEvent(error_kind=kind, message=message, details={"traceback": trace}))
             self._end("error")
             raise
         self._end(status)

@@ -26,7 +26,8 @@ from importlib import resources
 
 from omnilab.agents.delivery import Delivery
 from omnilab.agents.session import AgentRun, Context
-from omnilab.agents.views import accepts, frame_parts, text_part
+from omnilab.agents.view_files import frame_parts
+from omnilab.agents.views import accepts, text_part
 from omnilab.agents.workers import run_tool_calls
 from omnilab.content import Audio, Content, Text
 from omnilab.inputs import InputFile, InputSet

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, runtime_checkable
 
+from omnilab._private_paths import add_private_paths, private_paths
 from omnilab.bench.errors import BenchError
 from omnilab.bench.executor import TaskExecutor, TaskJob
 from omnilab.bench.results import TaskResult
@@ -118,10 +119,11 @@ class LocalBackend:
 _WORKER: dict[str, object] = {}
 
 
-def _init_worker(make_executor: ExecutorFactory) -> None:
+def _init_worker(make_executor: ExecutorFactory, private: list[str]) -> None:
     # Ctrl-C reaches the whole process group: the parent stops the run and ends the workers,
     # which would otherwise each print a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    add_private_paths(*private)  # the run's folders, masked in this worker's sandboxes too
     _WORKER["executor"] = make_executor()
     _WORKER["loop"] = asyncio.new_event_loop()
 
@@ -173,7 +175,7 @@ class ProcessBackend:
             max_workers=size,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(make_executor,),
+            initargs=(make_executor, private_paths()),
         )
         loop = asyncio.get_running_loop()
         pending = iter(jobs)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -30,7 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from omnilab import __version__
+from omnilab._atomic import write_atomic
+from omnilab._ownfolders import private_folder
+from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
 from omnilab.bench.result_log import ResultLog, repair_tail
@@ -197,6 +198,9 @@ class RunConfig(BaseModel):
     data_sha256: str = ""
     media_root: Path | None = None
     """The media folder the dataset's paths resolved against, absolute."""
+    allow_outside_media_root: bool = False
+    """``--allow-outside-media-root``: the dataset's absolute and ``..`` paths were taken as
+    written (by default they are refused; see :func:`omnilab.bench.load_dataset`)."""
     agent: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str
@@ -327,6 +331,8 @@ class RunDir:
     def write_config(self, config: RunConfig) -> None:
         """Store ``config`` atomically (a crash leaves the old file or the new one)."""
         try:
+            # This user's own folder, 0700 when made: never one another user made or a link.
+            private_folder(self.path, what="--out folder")
             write_atomic(self.config_file, config.model_dump_json(indent=2) + "\n")
         except OSError as e:
             raise BenchError(f"cannot write {self.config_file}: {e.strerror or e}") from None
@@ -342,19 +348,6 @@ class RunDir:
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
-
-
-def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it (unless ``sync`` is false:
-    the caller syncs it later) and rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    tmp.replace(path)
 
 
 def load_results(path: str | Path) -> list[TaskResult]:

@@ -121,6 +121,7 @@ def new_config(
     preview: bool = False,
     search: str | None = None,
     missing_media: MissingMedia | None = None,
+    allow_outside_media_root: bool = False,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
@@ -156,6 +157,7 @@ def new_config(
         data=data_path,
         data_sha256=sha256_file(data_path),
         media_root=Path(media_root).expanduser().resolve() if media_root is not None else None,
+        allow_outside_media_root=allow_outside_media_root,
         agent=agent,
         agent_options=dict(agent_options or {}),
         model=redact_url(model),
@@ -204,7 +206,7 @@ def build_executor(
 
     Models built from names cache their replies when ``config.cache`` (so a rerun of a task asks
     nothing twice), and their per-endpoint limits are lifted to ``tasks_at_once`` unless the
-    user set one (:func:`~omnilab.models.limits.lift_concurrency`); live models passed in
+    user set one (:func:`~omnilab.models.concurrency.lift_concurrency`); live models passed in
     ``components`` keep theirs.
     """
     parts = components or Components()
@@ -304,7 +306,7 @@ async def execute(
     """Run ``plan.todo``, appending each result to ``results.jsonl`` as it finishes, then write
     ``metrics.json``. ``concurrency`` defaults to the config's, else ``bench.concurrency``; the
     per-endpoint limit of models built from names is lifted to it unless ``models.concurrency``
-    was set explicitly (:func:`~omnilab.models.limits.lift_concurrency`). ``on_header`` sees the
+    was set explicitly (:func:`~omnilab.models.concurrency.lift_concurrency`). ``on_header`` sees the
     run header before the first task starts (it is also stored in ``run.json``); ``on_result``
     sees each new result (a progress bar).
 

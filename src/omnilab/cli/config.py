@@ -6,7 +6,6 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,9 +14,10 @@ from pydantic.fields import FieldInfo
 from rich.markup import escape
 from rich.table import Table
 
+from omnilab._config_files import describe_config
 from omnilab._docstrings import field_doc
 from omnilab.cli._console import inert_console
-from omnilab.config import Settings, config_file, get_settings
+from omnilab.config import Settings, get_settings
 
 __all__ = ["SettingRow", "config", "reference_markdown", "setting_rows"]
 
@@ -105,8 +105,9 @@ def config(
     """Show the settings in effect (secrets masked) and where each comes from (the source
     column: default, file or env).
 
-    Precedence: defaults < the TOML file ($OMNILAB_CONFIG or ./omnilab.toml) < OMNILAB_* environment
-    variables < command-line flags.
+    Precedence: defaults < your own ~/.config/omnilab/omnilab.toml < the project's ./omnilab.toml
+    (or $OMNILAB_CONFIG alone) < OMNILAB_* environment variables < command-line flags. A project
+    file is not trusted until `omnilab trust`: it may set ordinary options only.
     """
     if reference:
         typer.echo(reference_markdown())
@@ -116,39 +117,29 @@ def config(
         typer.echo(json.dumps({r.name: r.value for r in rows}, indent=2, default=str))
         return
     console = inert_console(highlight=False, emoji=False)
-    source = config_file()
-    console.print(
-        f"config file: {escape(str(source))} ({'found' if source.exists() else 'not found'})"
-    )
+    sources = [item for item in describe_config() if item["role"] != "env"]
+    from_file: set[str] = set()
+    for item in sources:
+        state = item["trust"] if item["exists"] else "not found"
+        console.print(f"config file: {escape(item['source'])} ({item['role']}, {state})")
+        from_file.update(_with_tables(item.get("sets", [])))
     table = Table("setting", "value", "source", "env var", box=None, padding=(0, 2))
-    from_file = _file_keys(source)
     for r in rows:
         table.add_row(r.name, escape(str(r.value)), setting_source(r, from_file), r.env)
     console.print(table)
 
 
-def _file_keys(path: Path) -> set[str]:
-    """The dotted names the TOML file sets (tables and their keys)."""
-    import tomllib
-
-    if not path.is_file():
-        return set()
-    with path.open("rb") as f:
-        data = tomllib.load(f)  # readable: get_settings() read it already
-    keys: set[str] = set()
-
-    def walk(table: dict[str, Any], prefix: str) -> None:
-        for key, value in table.items():
-            keys.add(prefix + key)
-            if isinstance(value, dict):
-                walk(value, f"{prefix}{key}.")
-
-    walk(data, "")
-    return keys
+def _with_tables(keys: list[str]) -> set[str]:
+    """The dotted names ``keys`` set, with the tables that hold them."""
+    found: set[str] = set()
+    for key in keys:
+        parts = key.split(".")
+        found.update(".".join(parts[: n + 1]) for n in range(len(parts)))
+    return found
 
 
 def setting_source(row: SettingRow, file_keys: set[str]) -> str:
-    """Where ``row``'s value comes from: ``env`` (its variable is set), ``file`` (the TOML
+    """Where ``row``'s value comes from: ``env`` (its variable is set), ``file`` (a TOML
     file sets it), else ``default``."""
     if any(k.upper() == row.env for k in os.environ):
         return "env"

@@ -21,7 +21,8 @@ def doctor(
         bool, typer.Option("--json", help="Print the report as JSON (for scripts and CI).")
     ] = False,
 ) -> None:
-    """Check the sandbox: the isolation level that works here, the per-sandbox totals (cgroups,
+    """Show the configuration files (which is trusted, what each sets, what an untrusted
+    project file is refused), then check the sandbox: the isolation level that works here, the per-sandbox totals (cgroups,
     workspace tmpfs) it can enforce, what model-written code could still do, and the media
     toolbox a sandboxed shell has (ffmpeg, mediaprobe, Python packages: the coder agent's).
 
@@ -29,14 +30,18 @@ def doctor(
     Then generates one token with the embedded model (local:smollm2) in a child process, so a
     runtime built for another CPU is reported with the fix instead of crashing.
     """
+    from omnilab._config_files import describe_config
     from omnilab.agents.coder.toolbox import toolbox_report
     from omnilab.sandbox import isolation_report
 
+    config = describe_config()
+    if not as_json:
+        print_config(inert_console(highlight=False), config)
     report = isolation_report()
     toolbox = toolbox_report()
     embedded = embedded_model_report()
     if as_json:
-        payload = report.model_dump(mode="json") | {"toolbox": toolbox.as_dict()}
+        payload = report.model_dump(mode="json") | {"toolbox": toolbox.as_dict(), "config": config}
         typer.echo(json.dumps(payload | {"embedded_model": embedded}, indent=1))
         return
     console = inert_console(highlight=False)
@@ -54,6 +59,15 @@ def doctor(
     console.print(f"[bold]host paths sandboxed code sees ({report.level.value}):[/]")
     for item in report.visible:
         console.print(f"  - {escape(item)}", soft_wrap=True)  # paths whole, to copy
+    console.print(
+        "[bold]a run's own folders, masked in its sandboxes wherever they lie:[/] its dataset "
+        "file and folder, --media-root, --out, serve's runs and uploads, and these:",
+        soft_wrap=True,
+    )
+    for item in report.private:
+        console.print(f"  - {escape(item)}", soft_wrap=True)
+    if report.uids:
+        console.print(f"[bold]sandbox uids:[/] {escape(report.uids)}", soft_wrap=True)
     console.print("[bold]blocked:[/]")
     for item in report.blocked:
         console.print(f"  - {escape(item)}")
@@ -66,6 +80,31 @@ def doctor(
         found = escape(tool.version) if tool.version else f"[red]MISSING[/] {escape(tool.hint)}"
         console.print(f"  - {tool.name}: {found}")
     print_embedded_model(console, embedded)
+
+
+def print_config(console: Console, sources: list[dict[str, Any]]) -> None:
+    """Each configuration source: trusted or not, the settings it sets, those it may not."""
+    console.print("[bold]configuration (later sources win):[/]")
+    for item in sources:
+        if not item["exists"]:
+            console.print(
+                f"  - {escape(item['source'])} ({item['role']}): not found", soft_wrap=True
+            )
+            continue
+        trust = item["trust"]
+        style = "green" if trust == "trusted" else "red"
+        hint = "" if trust == "trusted" or item["role"] == "env" else " (omnilab trust PATH)"
+        console.print(
+            f"  - {escape(item['source'])} ({item['role']}): [{style}]{trust}[/]{escape(hint)}",
+            soft_wrap=True,
+        )
+        if item.get("error"):
+            console.print(f"      {escape(item['error'])}", soft_wrap=True)
+        if item.get("sets"):
+            console.print(f"      sets: {escape(', '.join(item['sets']))}", soft_wrap=True)
+        if item.get("refused"):
+            refused = ", ".join(item["refused"])
+            console.print(f"      [red]refused until trusted:[/] {escape(refused)}", soft_wrap=True)
 
 
 def embedded_model_report(name: str = "local:smollm2") -> dict[str, Any]:

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("omnilab.cli.tools:agents", "List the agents, with their options."),
     "eval": ("omnilab.cli.eval:eval_", "Run an agent on a benchmark."),
     "explore": ("omnilab.cli.explore:explore", "Hindsight-guided tree exploration of a dataset."),
+    "rollout": ("omnilab.cli.rollout:rollout", "Token-exact rollouts of an agent for RL trainers."),
     "protocols": ("omnilab.cli.protocols:protocols", "Reproduction presets of published setups."),
     "score": ("omnilab.cli.runs:score", "Score a run's answers again (another judge or scorer)."),
     "metrics": ("omnilab.cli.runs:metrics", "Metrics of a run (Pass@1, EM, groups, cost)."),
@@ -56,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "cache": ("omnilab.cli.cache:app", "See and clear the media cache (prepared media parts)."),
     "config": ("omnilab.cli.config:config", "Show the settings in effect and their sources."),
+    "trust": (
+        "omnilab.cli.trust:trust_command",
+        "Let a project's omnilab.toml set security options.",
+    ),
     "doctor": ("omnilab.cli.doctor:doctor", "What this machine's sandbox enforces, and what not."),
     "mcp": ("omnilab.cli.mcp:mcp", "Serve omnilab's tools over the Model Context Protocol."),
     "serve": (
@@ -67,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 """Every sub-command: name -> (``module:attr``, short help)."""
 
 
-_RUNS = frozenset({"ask", "chat", "eval", "demo"})
+_RUNS = frozenset({"ask", "chat", "eval", "demo", "rollout"})
 """Commands that run a model: their ``--help`` ends with the exit status table."""
 
 
@@ -155,9 +160,62 @@ def _error_console(**options: Any) -> Any:
     return inert_console(stderr=True, **options)
 
 
+def _plain_flags() -> None:
+    """Make typer's help show no type after flags: typer (0.2x) writes ``<bool>`` after every
+    option that takes no value (``--check <bool>``), which reads as if it wanted one."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "omnilab_plain_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.omnilab_plain_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def _close_options() -> None:
+    """Suggest options by their names alone: click (and the copy of it typer 0.2x carries)
+    compares whole spellings with difflib, where the shared leading dashes pass its cutoff by
+    themselves (``--bogus`` offered ``--out``). The suggestions it made are filtered again."""
+    import contextlib
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        with contextlib.suppress(ImportError, AttributeError):
+            _filter_suggestions(importlib.import_module(module).NoSuchOption)
+
+
+def _filter_suggestions(cls: Any) -> None:
+    import difflib
+
+    init = cls.__init__
+    if getattr(init, "omnilab_close_options", False):
+        return
+
+    def filtered_init(
+        self: Any,
+        option_name: str,
+        message: str | None = None,
+        possibilities: Any = None,
+        ctx: Any = None,
+    ) -> None:
+        init(self, option_name, message, possibilities, ctx)
+        bare = {str(p).lstrip("-"): str(p) for p in self.possibilities or ()}
+        close = difflib.get_close_matches(option_name.lstrip("-"), list(bare))
+        object.__setattr__(self, "possibilities", [bare[c] for c in close] or None)
+
+    filtered_init.omnilab_close_options = True  # type: ignore[attr-defined]
+    cls.__init__ = filtered_init
+
+
 def main() -> None:
     """Run the CLI; user errors print one line on stderr and exit with status 1 (4 when the
     model or its endpoint failed; see :mod:`omnilab.cli.exit_codes`)."""
+    _plain_flags()  # --help: no <bool> after flags
+    _close_options()  # an unknown option suggests only options spelled like it
     try:
         app()
     except OmnilabError as e:

@@ -108,22 +108,28 @@ def _serve_http(
     import uvicorn
 
     from omnilab.server.guard import Guard
-    from omnilab.server.token import announce, bearer_token
+    from omnilab.server.token import announce, bearer_token, removed_at_exit
 
     token, generated = bearer_token(
         token_env, no_token, understood, what="read the folder's files and run code with its tools"
     )
     url = f"http://127.0.0.1:{port}/mcp"
     typer.echo(f"omnilab MCP server on {url}", err=True)
-    announce(
+    kept = announce(
         token,
         generated,
         what="read the folder's files and run code with these tools",
-        usage=lambda t: [
+        name=f"mcp-{port}",
+        usage=lambda header: [
             "client config: "
-            + json.dumps({"url": url, "headers": {"Authorization": f"Bearer {t}"}})
+            + json.dumps({"url": url, "headers": {"Authorization": f"Bearer {token}"}}),
+            f"check it: curl -H {header} -H 'Accept: application/json, text/event-stream' "
+            f"-H 'Content-Type: application/json' -d '{{}}' {url}",
         ],
     )
     # Bound to 127.0.0.1 only: no other name can reach it, so no --allow-host to suggest.
-    guarded = Guard(app, token=token, hosts=(), max_upload=_MAX_BODY, host_hint="")
-    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+    guarded = Guard(
+        app, token=token, hosts=(), max_upload=_MAX_BODY, host_hint="", command="omnilab mcp --http"
+    )
+    with removed_at_exit(kept):
+        uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")

@@ -12,6 +12,16 @@ from omnilab.report import build_report, write_trajectory_page
 
 __all__ = ["report", "view"]
 
+MediaRootsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--media-root",
+        help="A folder whose files the pages may show (the dataset's media); repeatable. "
+        "Without it only files beneath the run folder and the media cache are copied: a "
+        "trajectory naming any other file gets a placeholder.",
+    ),
+]
+
 
 def report(
     runs: Annotated[
@@ -30,6 +40,15 @@ def report(
         ),
     ] = None,
     port: Annotated[int, typer.Option("--port", help="Port for --serve.")] = 8765,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="With --serve: environment variable holding the bearer token (default: a "
+            "random one, kept in a 0600 file while serving).",
+        ),
+    ] = None,
+    media_root: MediaRootsOpt = None,
 ) -> None:
     """Write an HTML report of runs: summary with 95% CIs, charts, a task table that sorts and
     filters, and one page per task with its trajectory (frames, audio, judge verdicts).
@@ -37,24 +56,23 @@ def report(
     With two or more runs the index compares each run with the first: paired results,
     McNemar's test, per-group deltas and links to both trajectories of each task. The report
     needs no network: open OUT/index.html in a browser. ``--serve RUNS_DIR`` serves the
-    reports of every run in a folder on 127.0.0.1 instead, rebuilt as runs progress.
+    reports of every run in a folder on 127.0.0.1 instead, rebuilt as runs progress, behind the
+    same guard as omnilab serve: a token (a browser signs in at the printed /login address),
+    loopback Host names only, no cross-site requests; run folders are read without following
+    links.
     """
     if serve is not None:
         if runs:
             raise BenchError("give run folders or --serve RUNS_DIR, not both")
-        from omnilab.report.serve import serve_runs
+        from omnilab.cli.report_serve import serve_reports
 
-        def ready(url: str, server: object) -> None:
-            typer.echo(f"serving the runs in {serve} at {url} (Ctrl-C stops)")
-
-        try:
-            serve_runs(serve, port=port, ready=ready)
-        except OSError as e:
-            raise BenchError(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e}") from None
+        serve_reports(serve, port=port, token_env=token_env)
         return
+    if token_env is not None:
+        raise BenchError("--token-env applies to --serve only")
     if not runs:
         raise BenchError("give at least one run folder (or --serve RUNS_DIR)")
-    index = build_report(runs, out)
+    index = build_report(runs, out, media_roots=media_root or ())
     typer.echo(str(index))
 
 
@@ -66,7 +84,8 @@ def view(
         Path | None,
         typer.Option("--out", "-o", help="Folder for the page (default: beside the file)."),
     ] = None,
+    media_root: MediaRootsOpt = None,
 ) -> None:
     """Render one trajectory as an HTML page (frames, audio, tool calls) and print its path."""
     target = out if out is not None else file.with_name(f"{file.stem}.view")
-    typer.echo(str(write_trajectory_page(file, target)))
+    typer.echo(str(write_trajectory_page(file, target, media_roots=media_root or ())))

@@ -102,7 +102,7 @@ def serve(
             "pip install 'omnilab[server]'"
         ) from None
     from omnilab.config import get_settings
-    from omnilab.server.token import announce, bearer_token
+    from omnilab.server.token import announce, bearer_token, removed_at_exit
 
     token, generated = bearer_token(
         token_env, no_token, understood, what="run agents with your keys and models"
@@ -122,14 +122,14 @@ def serve(
     )
     url = _shown(host, port)
     typer.echo(f"omnilab API on {url}/v1", err=True)
-    announce(
+    kept = announce(
         token,
         generated,
         what="run agents, and code, with this server's keys",
-        usage=lambda t: [
-            f"curl -H 'Authorization: Bearer {t}' -F question='What is shown?' "
-            f"-F files=@photo.jpg {url}/v1/ask",
-            f"in a browser, once: {url}/v1/runs?token={t}",
+        name=f"serve-{port}",
+        usage=lambda header: [
+            f"curl -H {header} -F question='What is shown?' -F files=@photo.jpg {url}/v1/ask",
+            f"in a browser: {url}/login (paste the token)",
         ],
     )
     if host in _WILDCARD and not allow_host:
@@ -138,4 +138,5 @@ def serve(
             "add --allow-host NAME for each name clients use to reach this machine",
             err=True,
         )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    with removed_at_exit(kept):
+        uvicorn.run(app, host=host, port=port, log_level="warning")

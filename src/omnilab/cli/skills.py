@@ -75,7 +75,7 @@ def distill_cmd(
     """
     from omnilab.errors import OmnilabError
     from omnilab.models import get_model
-    from omnilab.skills.learn import distill
+    from omnilab.train.skills_learn import distill
 
     for run in runs:
         if not (run / "results.jsonl").is_file():
@@ -110,7 +110,7 @@ def refine_cmd(
     from omnilab.bench.rescore import default_scorer, resolve_judges
     from omnilab.models import get_model
     from omnilab.models.registry import default_model_name
-    from omnilab.skills.learn import refine
+    from omnilab.train.skills_learn import refine
 
     agent_model = model or default_model_name()
     chosen = scorer or default_scorer(dataset)

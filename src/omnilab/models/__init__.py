@@ -12,9 +12,9 @@ from omnilab.content import Audio, Content, Document, Image, Text, Video
 from omnilab.models.adapter import AdapterSpec, ProviderAdapter
 from omnilab.models.cache import ResponseCache
 from omnilab.models.capabilities import Capabilities
+from omnilab.models.concurrency import ConcurrencyPlan, concurrency_plan, lift_concurrency
 from omnilab.models.errors import ErrorKind, ModelConfigError, ModelError, ProviderError
 from omnilab.models.events import EventSink, InputSummary, ModelCallEvent
-from omnilab.models.limits import ConcurrencyPlan, concurrency_plan, lift_concurrency
 from omnilab.models.model import Model
 from omnilab.models.parsing import recover_tool_calls, split_reasoning
 from omnilab.models.registry import (

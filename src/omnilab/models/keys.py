@@ -12,13 +12,11 @@ longest such entry wins. So a typo'd or third-party URL in a model name, or one 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from omnilab.config import ModelSettings
-
-if TYPE_CHECKING:
-    from omnilab.models.registry import Provider
+from omnilab.models.provider import Provider
 
 __all__ = ["Origin", "api_key", "key_hint", "own_host", "url_origin"]
 

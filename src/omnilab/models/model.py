@@ -69,7 +69,7 @@ class Model:
         """Most calls in flight on this model's endpoint (shared with other models there)."""
         self.concurrency_source = concurrency_source
         """Where an explicitly set ``concurrency`` came from; ``None`` for the default, which
-        :func:`~omnilab.models.limits.lift_concurrency` may raise for a run."""
+        :func:`~omnilab.models.concurrency.lift_concurrency` may raise for a run."""
         self.sink = sink
         self.role = role
         """The role this view was bound to (``agent``, ``judge``, ...), if any."""
@@ -151,7 +151,7 @@ class Model:
         msgs = [Message.user(messages)] if isinstance(messages, str) else list(messages)
         tool_list = list(tools or [])
         cfg = config or GenerateConfig()
-        if cfg.seed is None and self.seed is not None:
+        if cfg.seed is None and self.seed is not None and cfg.send_seed:
             cfg = cfg.model_copy(update={"seed": self.seed})
         started = time.perf_counter()
         key = (
@@ -194,6 +194,7 @@ class Model:
                 status=e.error.status,
                 attempts=e.attempts,
                 advice=e.error.advice,
+                sent=e.error.sent,
             )
             self._emit(
                 msgs, tool_list, cfg, started, e.attempts, error=str(error), kind=e.error.kind

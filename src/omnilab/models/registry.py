@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from omnilab.config import ModelSettings, Settings, get_settings
 from omnilab.errors import OmnilabError
@@ -22,6 +22,7 @@ from omnilab.models.errors import ModelConfigError
 from omnilab.models.events import EventSink
 from omnilab.models.keys import api_key, key_hint, own_host
 from omnilab.models.model import Model
+from omnilab.models.provider import Provider
 from omnilab.models.retry import RetryPolicy
 from omnilab.registry import Registry, RegistryError
 
@@ -61,27 +62,6 @@ class ModelName:
     def __str__(self) -> str:
         at = f"@{self.base_url}" if self.base_url else ""
         return f"{self.provider}:{self.model}{at}"
-
-
-@dataclass(frozen=True)
-class Provider:
-    """A registered provider or alias: how to build its adapter and its defaults."""
-
-    name: str
-    factory: str
-    """``module:function`` taking an :class:`AdapterSpec` and returning an adapter."""
-    description: str
-    base_url: str | None = None
-    key_env: tuple[str, ...] = ()
-    """Environment variables the API key is read from, first set wins."""
-    key_required: bool = False
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    extra: str | None = None
-    """The pip extra the factory needs, named in the error when it is missing."""
-    fixed_flags: bool = False
-    """The adapter itself decides what every model of this provider takes (the embedded
-    runtime reads text only): ``capabilities`` are known to be true, and the model family
-    table, which describes what a model's weights take elsewhere, does not apply."""
 
 
 def _as_provider(value: object) -> Provider:

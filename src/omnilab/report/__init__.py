@@ -9,6 +9,7 @@ This layer reads run folders only.
 
 from __future__ import annotations
 
-from omnilab.report.build import RunReport, build_report, write_run_report, write_trajectory_page
+from omnilab.report.build import build_report, write_run_report, write_trajectory_page
+from omnilab.report.run_report import RunReport
 
 __all__ = ["RunReport", "build_report", "write_run_report", "write_trajectory_page"]

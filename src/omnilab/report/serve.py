@@ -1,56 +1,90 @@
-"""``omnilab report --serve RUNS_DIR``: reports of every run in a folder, served on 127.0.0.1.
+"""The reports behind ``omnilab report --serve RUNS_DIR`` (served by :mod:`omnilab.server.reports`).
 
-Each run's report is built into a temporary folder when first asked for, and built again when
-its ``results.jsonl`` has changed since (a run still in progress: reload the page to see the
-tasks finished since). The root page lists the runs. Only loopback is bound, and a request whose
-``Host`` is not a loopback name is refused (403), so a web page whose domain was made to resolve
-to 127.0.0.1 (DNS rebinding) cannot read the reports; files are served from the report folder
-only (the standard handler refuses paths that leave it).
+Each run's report is built into a private folder when first asked for, and built again when its
+``results.jsonl`` has changed since (a run still in progress: reload the page to see the tasks
+finished since). The runs folder may be one that other users can write (a shared runs folder),
+and the server may run as root, so a run folder is read by the no-follow rules of
+:mod:`omnilab._wsread`: only real folders (not links) are runs, and the files a report is built
+from are first copied, each opened beneath the runs folder without following a link on any
+component and only when regular, into a private snapshot the builder reads; the runs folder is
+marked untrusted, so media a trajectory names under it are read by the same rules.
 """
 
 from __future__ import annotations
 
-import tempfile
+import contextlib
+import os
+import stat
 import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from omnilab._hosts import LOOPBACK, host_name
+from omnilab import _wsread, _wswalk
 from omnilab.bench.errors import BenchError
-from omnilab.bench.run_dir import RunDir
 from omnilab.report.build import write_run_report
 from omnilab.report.html import esc, page, write_assets
+from omnilab.sandbox import remove_tree
 
-__all__ = ["ReportServer", "serve_runs"]
+__all__ = ["ReportServer"]
+
+_FILES = ("run.json", "results.jsonl", "analysis.json", "metrics.json")
+_FOLDERS = ("trajectories", "workspaces", "scores")
+_RESULTS = "results.jsonl"
 
 
 class ReportServer:
-    """Builds and rebuilds the reports of the runs under ``runs`` into ``out``."""
+    """Builds and rebuilds the reports of the runs under ``runs`` into ``out`` (a private
+    folder: ``out/.sources`` holds the snapshots)."""
 
     def __init__(self, runs: Path, out: Path) -> None:
         if not runs.is_dir():
             raise BenchError(f"{runs} is not a folder; give the folder that holds run folders")
-        self.runs = runs
+        self.runs = runs.absolute()
         self.out = out
-        self._built: dict[str, tuple[int, int]] = {}
+        self.sources = out / ".sources"
+        self._built: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.Lock()
+        _wsread.mark_untrusted(self.runs)
 
     def run_names(self) -> list[str]:
-        """Sub-folders holding a run's results."""
-        return sorted(p.name for p in self.runs.iterdir() if RunDir(p).results_file.is_file())
+        """Sub-folders (real ones, not links) holding a run's results (a regular file)."""
+        with _wsread.open_dir(self.runs) as fd:
+            entries = _wswalk.list_folder(fd)
+        return [
+            name
+            for name, st in entries
+            if stat.S_ISDIR(st.st_mode)
+            and not name.startswith(".")
+            and _wsread.regular_file(f"{name}/{_RESULTS}", root=self.runs)
+        ]
 
     def refresh(self, name: str) -> None:
         """Build the report of run ``name`` unless it is up to date."""
-        results = RunDir(self.runs / name).results_file
-        stat = results.stat()
-        stamp = (stat.st_size, stat.st_mtime_ns)
+        fd, st = _wsread.open_file(f"{name}/{_RESULTS}", root=self.runs)
+        os.close(fd)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         with self._lock:  # one build at a time; a second request waits for it
             if self._built.get(name) != stamp:
-                write_run_report(self.runs / name, self.out / name, label=name)
+                source = self._snapshot(name)
+                write_run_report(source, self.out / name, label=name)
                 self._built[name] = stamp
+
+    def _snapshot(self, name: str) -> Path:
+        """The files a report reads, copied from ``runs/name`` by the no-follow rules."""
+        target = self.sources / name
+        remove_tree(target)
+        target.mkdir(parents=True, mode=0o700)
+        for file in _FILES:
+            _copy(self.runs, f"{name}/{file}", target / file)
+        for folder in _FOLDERS:
+            with contextlib.suppress(OSError), _wsread.open_dir(self.runs, (name, folder)) as fd:
+                for found in _wswalk.walk(fd):
+                    here = target.joinpath(folder, *found.parts)
+                    here.mkdir(parents=True, exist_ok=True)
+                    for entry, st in found.entries:
+                        rel = "/".join((name, folder, *found.parts, entry))
+                        if stat.S_ISREG(st.st_mode):
+                            _copy(self.runs, rel, here / entry)
+        return target
 
     def write_root(self) -> None:
         """The root page: one link per run."""
@@ -62,53 +96,11 @@ class ReportServer:
         (self.out / "index.html").write_text(page("Runs", body), encoding="utf-8")
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    server_reports: ReportServer
-
-    def _foreign_host(self) -> bool:
-        """Refuses (403) a request whose Host is not a loopback name; True if refused."""
-        if host_name(self.headers.get("Host", "")) in LOOPBACK:
-            return False
-        self.send_error(403, "unknown Host: this report server answers only to loopback names")
-        return True
-
-    def do_HEAD(self) -> None:
-        if not self._foreign_host():
-            super().do_HEAD()
-
-    def end_headers(self) -> None:
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        if "/media/" in urlsplit(self.path).path:
-            # A copied input opened on its own (an HTML or SVG file) runs no script here.
-            self.send_header("Content-Security-Policy", "sandbox")
-        super().end_headers()
-
-    def do_GET(self) -> None:
-        if self._foreign_host():
-            return
-        path = unquote(urlsplit(self.path).path).lstrip("/")
-        first = path.split("/", 1)[0]
-        if path in ("", "index.html"):
-            self.server_reports.write_root()
-        elif first in self.server_reports.run_names() and path.endswith((".html", "/")):
-            self.server_reports.refresh(first)
-        super().do_GET()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the command prints the address once."""
-
-
-def serve_runs(runs: Path, *, port: int = 8765, out: Path | None = None, ready: Any = None) -> None:
-    """Serve the reports of the runs under ``runs`` on ``127.0.0.1:port`` until interrupted;
-    ``ready(url, server)`` is called once listening (the CLI prints the URL; tests stop it)."""
-    with tempfile.TemporaryDirectory(prefix="omnilab-report-") as tmp:
-        reports = ReportServer(runs, out or Path(tmp))
-        reports.write_root()
-        handler = type("Handler", (_Handler,), {"server_reports": reports})
-        factory = partial(handler, directory=str(reports.out))
-        with ThreadingHTTPServer(("127.0.0.1", port), factory) as server:
-            host, bound = server.server_address[:2]
-            if ready is not None:
-                ready(f"http://{host!s}:{bound}/", server)
-            server.serve_forever()
+def _copy(root: Path, rel: str, target: Path) -> None:
+    """``root/rel`` into ``target`` when it is a regular file reached without a link; else
+    nothing (a missing file, a link, a FIFO: left out)."""
+    try:
+        with target.open("xb") as out:
+            _wsread.copy_to(rel, out, root=root)
+    except OSError:
+        target.unlink(missing_ok=True)

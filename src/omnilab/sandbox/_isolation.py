@@ -16,10 +16,12 @@ from pydantic import BaseModel, Field
 
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox._cgroup import cgroup_status
-from omnilab.sandbox._plan import mount_plan
+from omnilab.sandbox._launch import Launch
+from omnilab.sandbox._plan import mount_plan, run_folders
 from omnilab.sandbox._seccomp import filter_program
-from omnilab.sandbox._spawn import Launch, SandboxProcess
+from omnilab.sandbox._spawn import SandboxProcess
 from omnilab.sandbox._types import IsolationLevel, SandboxError
+from omnilab.sandbox._uidcheck import SPAN, describe_range
 
 __all__ = [
     "IsolationReport",
@@ -71,6 +73,14 @@ class IsolationReport(BaseModel):
     visible: list[str] = Field(default_factory=list)
     """Every host path sandboxed code sees at this level, with how (read-only, read-write,
     private); at the ``process`` level, what cannot be hidden."""
+
+    private: list[str] = Field(default_factory=list)
+    """A run's own folders, masked in its sandboxes wherever they lie (a run adds its dataset,
+    media root and run folder; the ones listed are known before any run: the settings' data
+    folders and what this process's runs named)."""
+
+    uids: str = ""
+    """The sandbox uid range and whether anything of the machine lies in it (root harness)."""
 
     def summary(self) -> str:
         """One paragraph for logs and the CLI."""
@@ -227,6 +237,8 @@ def isolation_report() -> IsolationReport:
         missing_totals=missing,
         seccomp=seccomp,
         visible=visible,
+        private=run_folders(),
+        uids=describe_range(get_settings().sandbox.uid_base, SPAN) if own_uid else "",
     )
     if level is IsolationLevel.PROCESS:
         log.warning("%s", report.summary())

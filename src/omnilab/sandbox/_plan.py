@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from omnilab.config import config_file
+from omnilab.sandbox._private import private_paths, split_private
 from omnilab.sandbox._types import IsolationLevel
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "closed_ancestor",
     "mount_plan",
     "package_import_path",
+    "run_folders",
     "wrapper_argv",
 ]
 
@@ -187,9 +189,7 @@ def _package_folder() -> str:
     development) keeps it in a source checkout, which is never shown; showing just this folder
     (read-only, code only: not the checkout's other files) lets ``omnilab media ...`` and
     ``omnilab digest`` run inside, as they do for a regular install."""
-    import omnilab
-
-    return os.path.realpath(Path(omnilab.__file__).parent)
+    return os.path.realpath(Path(__file__).parent.parent)  # omnilab/sandbox/_plan.py
 
 
 def package_import_path() -> str | None:
@@ -236,21 +236,35 @@ def _user_folders() -> list[Path]:
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OMNILAB_CACHE_DIR"):
         if os.environ.get(name):
             found.append(Path(os.environ[name]))
+    found += _data_folders()
+    return [f.expanduser().absolute() for f in found]
+
+
+def _data_folders() -> list[Path]:
+    """The harness's data wherever the settings put it (a media root under /usr/share, runs
+    under /usr/local): its cache, labels, other runs and the offline search index; tasks get
+    their inputs staged into the workspace."""
     from omnilab.config import get_settings
     from omnilab.errors import OmnilabError
 
+    found: list[Path] = []
     # A bad setting is reported where it is used, not here.
     with contextlib.suppress(OmnilabError):
         settings = get_settings()
         found.append(settings.cache_dir)
-        # The harness's data wherever the settings put it (a media root under /usr/share, runs
-        # under /usr/local): labels, other runs and the offline search index; tasks get their
-        # inputs staged into the workspace.
         found += [*settings.bench.media_roots.values(), settings.bench.runs_dir]
         found.append(settings.agents.runs_dir)
         if settings.web.index_dir is not None:
             found.append(settings.web.index_dir)
-    return [f.expanduser().absolute() for f in found]
+    return found
+
+
+def run_folders() -> list[str]:
+    """The data folders every sandbox masks wherever they lie: the settings' (cache, media
+    roots, runs folders, search index) and those this process's runs named
+    (:func:`~omnilab.sandbox.add_private_paths`), for ``omnilab doctor``."""
+    found = {os.path.realpath(f.expanduser()) for f in _data_folders()}
+    return sorted(found | set(private_paths()))
 
 
 def _real_dir(path: str) -> bool:
@@ -298,6 +312,11 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # The harness's folders can only be seen where they lie under a shown system folder (a
     # checkout in /usr/src, a cache under /etc): mask them there.
     masks = [f for f in _harness_folders(ws) if _under(f, plan.system) and f not in plan.system]
+    # The run's own folders (dataset, media root, --out, serve's runs), wherever they lie: under
+    # a system folder, or inside the Python install or omnilab's package folder (shown too).
+    own, own_files = split_private(private_paths(), never=SYSTEM_DIRS, workspace=ws)
+    shown = [*plan.system, *_python_paths(), _package_folder()]
+    masks += [f for f in own if _under(f, shown) and f not in shown]
     needed = [(ws, True)] + [(p, False) for p in _python_paths() if not _under(p, [ws])]
     package = _package_folder()
     if not _under(package, [p for p, _ in needed]):
@@ -316,8 +335,10 @@ def mount_plan(workspace: Path, *, as_stranger: bool) -> MountPlan:
     # A configuration file in a system folder (OMNILAB_CONFIG=/etc/omnilab.toml) is not covered
     # by a mask of its folder (never masked: the system needs it): hide the file itself.
     config = os.path.realpath(config_file())
-    if Path(config).is_file() and _under(config, plan.system) and not _under(config, plan.masks):
-        plan.hidden.append(config)
+    for file in [config, *own_files]:
+        seen = _under(file, plan.system) and not _under(file, plan.masks)
+        if Path(file).is_file() and seen and file not in plan.hidden:
+            plan.hidden.append(file)
     for path, rw in sorted(needed, key=lambda n: _depth(n[0])):
         if rw or not plan._shows_host(path):
             plan.binds.append((path, rw))

@@ -119,7 +119,8 @@ class PythonSession(Session):
         del data[: 4 + size]
         try:
             reply = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: a forged reply nested deeper than the parser's stack.
             return {"error": "the interpreter sent a malformed reply; killed it"}
         return reply if isinstance(reply, dict) else {"error": "malformed reply"}
 
@@ -182,14 +183,18 @@ class PythonSession(Session):
             # The driver shortens these itself, but it runs model code: bound them here too.
             value = self._bounded(reply.get("value"))
             error = self._bounded(reply.get("error"))
+            limit = reply.get("limit")  # only a string: str() of a forged nest recurses
             killed = {"cpu limit": "cpu limit", "memory limit": "memory limit"}.get(
-                str(reply.get("limit"))
+                limit if isinstance(limit, str) else ""
             )
         else:
             proc.kill()
             outcome = proc.outcome(timed_out=not answered)
             killed = outcome.killed
-            error = str(reply["error"]) if reply else self._death(outcome.exit_code, outcome.signal)
+            said = reply.get("error") if reply else None
+            error = (
+                said if isinstance(said, str) else self._death(outcome.exit_code, outcome.signal)
+            )
             if not answered:
                 error = f"the call took longer than {deadline - started:.0f} s and was stopped"
             elif proc.cpu_exceeded:

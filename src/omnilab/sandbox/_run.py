@@ -11,8 +11,9 @@ from pathlib import Path
 from omnilab.config import SandboxLimits, get_settings
 from omnilab.sandbox._env import sandbox_env
 from omnilab.sandbox._isolation import resolve_level
+from omnilab.sandbox._launch import Launch
 from omnilab.sandbox._plan import package_import_path
-from omnilab.sandbox._spawn import Launch, SandboxProcess
+from omnilab.sandbox._spawn import SandboxProcess
 from omnilab.sandbox._types import ExecResult, IsolationLevel, SandboxError
 
 __all__ = ["run", "sandbox_warnings", "start_sandbox"]

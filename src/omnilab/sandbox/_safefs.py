@@ -10,6 +10,7 @@ it), and ownership changes use ``follow_symlinks=False``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import uuid
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from omnilab._datapath import DataPath
 from omnilab._wsread import copy_to, open_dir
 from omnilab._wswalk import Walker, list_folder, walk
 
@@ -38,7 +40,7 @@ open_folder = open_dir
 """A descriptor of ``root/parts...`` without following links (see :func:`omnilab._wsread.open_dir`)."""
 
 
-def place_file(root: Path, folder: tuple[str, ...], name: str, source: Path) -> None:
+def place_file(root: Path, folder: tuple[str, ...], name: str, source: Path | DataPath) -> None:
     """Copies ``source`` (a harness-private file) to ``root/folder/name``: created beside the
     target with ``O_EXCL | O_NOFOLLOW`` and renamed over it, so whatever code planted there
     (a link, a file) is replaced and nothing outside ``root`` is ever written."""
@@ -116,13 +118,25 @@ def chown_tree(root: Path, uid: int, gid: int, *, skip: tuple[str, ...] = ()) ->
     return problems.lines("chown")
 
 
-def copy_tree(src_fd: int, dst_fd: int) -> tuple[int, int, list[str]]:
+class _OverTotalError(Exception):
+    """A file that would take the copy past its total."""
+
+
+def copy_tree(
+    src_fd: int, dst_fd: int, *, max_bytes: int | None = None, refused: list[str] | None = None
+) -> tuple[int, int, list[str]]:
     """Copies the folder ``src_fd`` into ``dst_fd`` (both descriptors): folders, regular files
     and links as links (never followed); other kinds (FIFOs, sockets) are skipped. Iterative:
     any depth. An entry that cannot be copied does not stop the others; returns (bytes,
-    entries, problems)."""
+    entries, problems).
+
+    Files keep their holes (a sparse file is copied sparse, never written dense). With
+    ``max_bytes``, files count at their apparent size (``st_size``, holes included): a file that
+    would take the total past it is not copied, and named in ``refused`` instead."""
     size = count = 0
     problems = _Problems()
+    over = _Problems()
+    left = [max_bytes]
     dst = Walker(dst_fd)
     try:
         for folder in walk(src_fd, on_error=problems.add):
@@ -135,17 +149,24 @@ def copy_tree(src_fd: int, dst_fd: int) -> tuple[int, int, list[str]]:
             for name, st in folder.entries:
                 count += 1
                 try:
-                    size += _copy_entry(folder.fd, out, name, st)
+                    size += _copy_entry(folder.fd, out, name, st, left)
+                except _OverTotalError as exc:
+                    over.add((*folder.parts, name), OSError(str(exc)))
                 except OSError as exc:
                     problems.add((*folder.parts, name), exc)
                     if name in folder.descend:
                         folder.descend.remove(name)
     finally:
         dst.close()
+    if refused is not None:
+        lines = over.lines("copy")
+        refused += [
+            x.replace("copy failed for", "not copied, past the workspace total:") for x in lines
+        ]
     return size, count, problems.lines("copy")
 
 
-def _copy_entry(src: int, dst: int, name: str, st: os.stat_result) -> int:
+def _copy_entry(src: int, dst: int, name: str, st: os.stat_result, left: list[int | None]) -> int:
     mode = stat.S_IMODE(st.st_mode)
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(name, dir_fd=src), name, dir_fd=dst)
@@ -161,11 +182,17 @@ def _copy_entry(src: int, dst: int, name: str, st: os.stat_result) -> int:
         fin = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=src)
         create = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            if not stat.S_ISREG(os.fstat(fin).st_mode):
+            now = os.fstat(fin)
+            if not stat.S_ISREG(now.st_mode):
                 return 0  # swapped for something else since it was listed
+            budget = left[0]
+            if budget is not None:
+                if now.st_size > budget:
+                    raise _OverTotalError(f"{now.st_size} bytes, {budget} left")
+                left[0] = budget - now.st_size
             fout = os.open(name, create, mode & 0o777, dir_fd=dst)
             try:
-                copied = _copy_fd(fin, fout)
+                copied = _copy_fd(fin, fout, now.st_size)
                 os.fchmod(fout, mode & 0o777)
             finally:
                 os.close(fout)
@@ -276,11 +303,31 @@ class _Problems:
         return [f"{what} failed for {'; '.join(self.first)}{more}"]
 
 
-def _copy_fd(src: int, dst: int) -> int:
+def _copy_fd(src: int, dst: int, size: int) -> int:
+    """Copies the first ``size`` bytes of ``src`` to ``dst``, holes as holes (only the data
+    regions are read and written; the length is set by ``ftruncate``). Returns the bytes
+    written."""
+    total = pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+            end = min(os.lseek(src, start, os.SEEK_HOLE), size)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                break  # nothing but a hole up to the end
+            start, end = pos, size  # no hole support here: copy the rest as it reads
+        total += _copy_range(src, dst, start, end)
+        pos = end if end > pos else size
+    os.ftruncate(dst, size)
+    return total
+
+
+def _copy_range(src: int, dst: int, pos: int, end: int) -> int:
     total = 0
-    while chunk := os.read(src, _CHUNK):
+    while pos < end and (chunk := os.pread(src, min(_CHUNK, end - pos), pos)):
         view = memoryview(chunk)
         while view:
-            view = view[os.write(dst, view) :]
+            written = os.pwrite(dst, view, pos)
+            view, pos = view[written:], pos + written
         total += len(chunk)
     return total

@@ -9,60 +9,27 @@ import re
 import selectors
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from omnilab.config import SandboxLimits
 from omnilab.sandbox import _procs
 from omnilab.sandbox._cgroup import SandboxCgroup
 from omnilab.sandbox._headtail import HeadTail
 from omnilab.sandbox._holdings import Holdings
-from omnilab.sandbox._plan import mount_plan, wrapper_argv
-from omnilab.sandbox._seccomp import filter_program
+from omnilab.sandbox._launch import Launch, launcher_argv
+from omnilab.sandbox._plan import mount_plan
 from omnilab.sandbox._types import IsolationLevel, SandboxError
 from omnilab.sandbox._wsfs import prepare_workspace
 
-__all__ = ["Launch", "Outcome", "SandboxProcess", "prepare_workspace"]
+__all__ = ["Outcome", "SandboxProcess", "prepare_workspace"]
 
 _STATUS_MAX = 64 * 1024
 # The launcher sends a handful of status messages; more is a flood, not news.
 _EVENTS_MAX = 64
 _CHUNK = 64 * 1024
-_NOFILE = 1024
 _CPU_CHECK_S = 0.1
-
-
-@cache
-def _launcher_source() -> str:
-    return (Path(__file__).with_name("_launcher.py")).read_text()
-
-
-@dataclass
-class Launch:
-    """Everything needed to start one sandboxed program."""
-
-    command: list[str]
-    workspace: Path
-    level: IsolationLevel
-    limits: SandboxLimits
-    env: Mapping[str, str]
-    network: bool = False
-    uid_base: int = 200_000
-    stdin_pipe: bool = False
-    fd_map: Mapping[int, int] | None = None
-    """Descriptors the program gets: number in the program -> child end in the harness. The
-    sandbox owns (and always closes) those child ends."""
-    cpu_per_process: bool = True
-    """False for a persistent session: each process gets ``limits.session_cpu_seconds`` of CPU
-    over its life, and the harness counts each call's CPU over the whole tree."""
-    as_root: bool = False
-    """The ``process`` level with a root harness: run as root (the loud opt-in) instead of
-    dropping to a uid of its own."""
 
 
 class SandboxProcess:
@@ -127,40 +94,17 @@ class SandboxProcess:
         # The harness keeps the write end for the sandbox's whole life (see the launcher).
         life_r, self._lifeline = os.pipe()
         child_ends = dict(launch.fd_map or {})
-        limits = launch.limits
-        cpu = limits.cpu_seconds if launch.cpu_per_process else limits.session_cpu_seconds
-        cpu_soft = max(1, round(cpu))
-        rlimits: dict[str, list[int]] = {
-            # Hard one second later: SIGXCPU first (reported as such), SIGKILL if ignored.
-            "CPU": [cpu_soft, cpu_soft + 1],
-            "AS": [limits.memory_bytes] * 2,
-            "FSIZE": [limits.file_size_bytes] * 2,
-            "CORE": [0, 0],
-            "NOFILE": [_NOFILE, _NOFILE],
-        }
-        if self.ids is not None:
-            rlimits["NPROC"] = [limits.max_processes] * 2
         plan = mount_plan(self.workspace, as_stranger=self.ids is not None)
         cgroup_fds = self.cgroup.join_fds() if self.cgroup else []
-        seccomp = filter_program()
-        config: dict[str, Any] = {
-            "seccomp": seccomp.hex() if seccomp else None,
-            "status_fd": status_w,
-            "lifeline_fd": life_r,
-            "fd_map": [[t, s] for t, s in child_ends.items()],
-            "argv": launch.command,
-            "cwd": str(self.workspace),
-            "rlimits": rlimits,
-            "uid": self.ids[0] if self.ids else None,
-            "gid": self.ids[1] if self.ids else None,
-            "drop_caps": launch.level is IsolationLevel.NAMESPACES and os.geteuid() != 0,
-            "mounts": plan.launcher_config() if launch.level is IsolationLevel.NAMESPACES else None,
-        }
-        wrapper = wrapper_argv(
-            launch.level, network=launch.network, plan=plan, workspace=self.workspace
+        argv = launcher_argv(
+            launch,
+            plan,
+            workspace=self.workspace,
+            ids=self.ids,
+            status_fd=status_w,
+            lifeline_fd=life_r,
+            cgroup_fds=cgroup_fds,
         )
-        argv = [*wrapper, sys.executable, "-I", "-S", "-c", _launcher_source(), json.dumps(config)]
-        argv.append(",".join(map(str, cgroup_fds)))
         try:
             popen = subprocess.Popen(
                 argv,

@@ -15,8 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
-import tempfile
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -24,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omnilab.sandbox._statedir import own_folder
 from omnilab.sandbox._types import SandboxError
+from omnilab.sandbox._uidcheck import SPAN, UidCheck
 
 __all__ = ["Lease", "acquire", "live_leases", "release", "state_dir"]
 
-_SPAN = 65536
+_SPAN = SPAN
 Hook = Callable[[str, int], "list[str] | None"]
 """Runs for a workspace and its uid; returns what went wrong (one line each) or None."""
 
@@ -47,25 +47,15 @@ class Lease:
 
 def state_dir() -> Path:
     """The table's folder, private to this user and in memory where possible (it is rewritten
-    at every sandbox start): ``/run/omnilab`` for root where /run is a tmpfs, else a folder in
-    ``/dev/shm`` or the temporary directory (sandboxes get private ones of those)."""
-    euid = os.geteuid()
-    if euid == 0 and os.path.ismount("/run"):
-        return Path("/run/omnilab")
-    shm = Path("/dev/shm")  # noqa: S108 - a private 0700 folder, checked in _open_dir
-    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
-    return base / f"omnilab-sandbox-{euid}"
+    at every sandbox start), made and checked on first use (see :func:`._statedir.own_folder`):
+    ``/run/omnilab`` for root where /run is a tmpfs only root can write, else the user's
+    runtime folder (``$XDG_RUNTIME_DIR``) when it is theirs, else a folder in ``/dev/shm`` or the
+    temporary directory (sandboxes get private ones of those)."""
+    return own_folder()
 
 
 def _open_dir() -> Path:
-    folder = state_dir()
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    st = folder.lstat()
-    # A folder someone else planted (or a link) could feed us a forged table.
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise SandboxError(f"{folder} is not a private folder of this user; remove it")
-    return folder
+    return state_dir()
 
 
 @contextlib.contextmanager
@@ -124,6 +114,26 @@ def _reap(
     return live
 
 
+def _pick(ws: str, base: int, taken: set[int]) -> int:
+    """A uid no live lease holds and nobody else on the machine has (see :mod:`._uidcheck`),
+    searched from a hash of the path."""
+    check = UidCheck()
+    start = zlib.crc32(os.fsencode(ws)) % _SPAN
+    first_clash = ""
+    for i in range(_SPAN):
+        uid = base + (start + i) % _SPAN
+        if uid in taken:
+            continue
+        clash = check.taken_by(uid)
+        if clash is None:
+            return uid
+        first_clash = first_clash or f"{uid}: {clash}"
+    raise SandboxError(
+        f"no free sandbox uid in [{base}, {base + _SPAN}) (e.g. {first_clash or 'all leased'}); "
+        "set sandbox.uid_base to a range nobody uses (docs/sandbox.md, 'Reserving the uid range')"
+    )
+
+
 def acquire(
     workspace: Path, base: int, *, on_first: Hook | None = None, on_last: Hook | None = None
 ) -> Lease:
@@ -135,14 +145,7 @@ def acquire(
         leases = _reap(leases, on_last, problems)
         taken = {int(lease["uid"]) for lease in leases}
         same = [lease for lease in leases if lease["ws"] == ws]
-        if same:
-            uid = int(same[0]["uid"])
-        else:
-            start = zlib.crc32(os.fsencode(ws)) % _SPAN
-            free = (base + (start + i) % _SPAN for i in range(_SPAN))
-            uid = next((u for u in free if u not in taken), -1)
-            if uid < 0:
-                raise SandboxError(f"all {_SPAN} sandbox uids from {base} are in use")
+        uid = int(same[0]["uid"]) if same else _pick(ws, base, taken)
         me = os.getpid()
         lease = Lease(uid, ws, uuid.uuid4().hex, problems)
         leases.append({"uid": uid, "ws": ws, "pid": me, "start": _start_time(me), "id": lease.id})

@@ -19,7 +19,7 @@ from pathlib import Path
 from omnilab._wsread import mark_untrusted
 from omnilab._wswalk import walk
 from omnilab.sandbox import _procs
-from omnilab.sandbox._launcher import _mount
+from omnilab.sandbox._launcher_fs import _mount
 from omnilab.sandbox._safefs import (
     chown_tree,
     copy_tree,
@@ -29,6 +29,7 @@ from omnilab.sandbox._safefs import (
 )
 from omnilab.sandbox._types import SandboxError
 from omnilab.sandbox._uids import state_dir
+from omnilab.sandbox._wstotal import record_total, recorded_total, tmpfs_bytes
 
 __all__ = [
     "check_workspace",
@@ -83,11 +84,17 @@ def _private(ws: str) -> Path:
 
 
 def _usage(root: Path, cap: int) -> tuple[int, int]:
-    """Bytes and entries under ``root``, counting stops past ``cap`` bytes."""
+    """Bytes and entries under ``root``, counting stops past ``cap`` bytes. A file counts at
+    the larger of its apparent size and its blocks (a sparse file at its full length), a link
+    at its length; folders take no room in a tmpfs (their blocks on disk are not counted, or
+    each restart would add them to the total)."""
     size = count = 0
     for folder in walk(root):
         for _name, st in folder.entries:
-            size += st.st_blocks * 512
+            if stat.S_ISREG(st.st_mode):
+                size += max(st.st_blocks * 512, st.st_size)
+            elif stat.S_ISLNK(st.st_mode):
+                size += st.st_size
             count += 1
         if size > cap:
             break
@@ -104,15 +111,22 @@ def _umount(path: str) -> None:
 
 
 def mount_workspace(ws: str, *, max_bytes: int, max_inodes: int) -> None:
-    """Moves the workspace into a tmpfs of its current size plus ``max_bytes`` (and inodes)."""
+    """Moves the workspace into a tmpfs of its size when first mounted plus ``max_bytes`` (and
+    inodes): the total is fixed for the workspace's life (see :mod:`._wstotal`), so restarting
+    a shell or interpreter never grows it."""
     private = _private(ws)
     if os.path.ismount(private) and os.path.ismount(ws):
         return  # left by a harness that died: its data is there, keep using it
     size, count = _usage(Path(ws), max_bytes)
-    if size > max_bytes:
+    total = recorded_total(private, ws)
+    if total is None and size > max_bytes:
         return  # already bigger than the limit: not copied into memory (reported missing)
+    space, inodes = total or (size + max_bytes, count + max_inodes + 16)
+    record_total(private, ws, space, inodes)
+    # Files the harness itself added since (never the sandbox) get room, nothing more.
+    space, inodes = max(space, size), max(inodes, count + 16)
     private.mkdir(mode=0o700, parents=True, exist_ok=True)
-    options = f"size={size + max_bytes},nr_inodes={count + max_inodes + 16},mode=700"
+    options = f"size={space},nr_inodes={inodes},mode=700"
     _mount("omnilab-workspace", str(private), "tmpfs", _MS_NOSUID | _MS_NODEV, options)
     try:
         with open_folder(Path(ws)) as src, open_folder(private) as dst:
@@ -140,11 +154,14 @@ def release_workspace(ws: str, uid: int, *, kill: bool = True) -> list[str]:
     if os.path.ismount(private):
         if os.path.ismount(ws):
             _umount(ws)
+        refused: list[str] = []
         with open_folder(Path(ws)) as dst:
             problems += remove_children(dst)
             with open_folder(private) as src:
-                _, _, failed = copy_tree(src, dst)
-        problems += failed
+                # Apparent sizes against the tmpfs's total: sparse files cannot grow the copy
+                # past what the workspace may hold (they are copied sparse besides).
+                _, _, failed = copy_tree(src, dst, max_bytes=tmpfs_bytes(private), refused=refused)
+        problems += failed + refused
         if failed:
             # Keep every file reachable at the workspace's path; a later release tries again.
             _mount(str(private), ws, None, _MS_BIND)

@@ -12,7 +12,9 @@ In this order, each refusal one line of JSON (``{"detail": ...}``):
    the other fields) is refused before a byte of it is read; a POST without a length, 411.
 4. **Token** (401): every path but ``/v1/health`` needs ``Authorization: Bearer TOKEN``,
    compared in constant time, or the cookie a browser gets by opening a page once with
-   ``?token=TOKEN`` (HttpOnly, SameSite=Strict, so other sites' requests do not carry it).
+   ``?token=TOKEN`` (HttpOnly, SameSite=Strict, so other sites' requests do not carry it) or by
+   posting the token to the login form at ``/login`` (:mod:`omnilab.server.login`), the way the
+   address printed at start leads, so that no address or command line holds the token.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from omnilab._hosts import LOOPBACK, host_name
+from omnilab.server.login import LOGIN, login
 
 __all__ = ["COOKIE", "Guard"]
 
@@ -52,9 +55,15 @@ class Guard:
         hosts: Iterable[str],
         max_upload: int,
         host_hint: str = " (add a name with --allow-host)",
+        command: str = "omnilab serve",
+        home: str = "/",
     ) -> None:
         self.app = app
+        self.home = home
+        """Where the login form goes on to once the token is right."""
         self.host_hint = host_hint
+        self.command = command
+        """Who printed the token: the 401 names it."""
         self.token = token
         self.hosts = frozenset(host_name(h) for h in hosts) | LOOPBACK
         self.max_upload = max_upload
@@ -74,6 +83,17 @@ class Guard:
             await _refuse(send, status, detail, extra)
             return
         send = _no_referrer(send)
+        if scope["path"] == LOGIN and self.token is not None:
+            cookie = f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+            await login(
+                scope.get("method", "GET"),
+                receive,
+                send,
+                token=self.token,
+                cookie=cookie,
+                home=self.home,
+            )
+            return
         query = _query_token(scope)
         # Only a token that matched is echoed: a wrong one on an open path must not get it.
         if (
@@ -128,14 +148,14 @@ class Guard:
                 "of uploads this server takes (--max-upload-mb)",
                 [],
             )
-        if self.token is None or scope["path"] in _OPEN:
+        if self.token is None or scope["path"] in _OPEN or scope["path"] == LOGIN:
             return None
         if self._authorised(scope, headers):
             return None
         return (
             401,
             "missing or wrong bearer token: send Authorization: Bearer TOKEN "
-            "(printed by omnilab serve at start)",
+            f"(printed by {self.command} at start)",
             [(b"www-authenticate", b"Bearer")],
         )
 

@@ -6,12 +6,15 @@ tools of the registry (``read_video``, ``read_audio``, ``read_image``, ``web_sea
 by their path relative to the folder the user serves: those are the tools' input ids, so nothing
 outside the folder can be named at all (an unknown id is an error result listing what exists).
 Media results become MCP image and audio content, encoded by the same code that sends media to
-OpenAI-compatible servers; ``code_executor`` runs in omnilab's sandbox, in a workspace under the
+OpenAI-compatible servers. The tools read private copies of the files they are asked for, each
+opened beneath the folder without following links (:mod:`omnilab.server.mcp_files`), so a folder
+another user can write cannot swap a file for a link or a FIFO under them; ``code_executor`` runs in omnilab's sandbox, in a workspace under the
 system's temporary folder that is removed when the server stops.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -26,11 +29,13 @@ from mcp.server.lowlevel import Server
 
 from omnilab import __version__, _wswalk
 from omnilab.content import Text
+from omnilab.errors import OmnilabError
 from omnilab.inputs import InputFile, InputSet, guess_kind
 from omnilab.models import Message, Model
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.providers.openai_wire import wire_messages
 from omnilab.sandbox import remove_tree
+from omnilab.server.mcp_files import PrivateCopies
 from omnilab.tools.base import Tool, ToolResult, tool
 from omnilab.tools.registry import ToolEnv, build_tools
 
@@ -88,14 +93,13 @@ def folder_inputs(root: Path) -> InputSet:
 
 def contained(root: Path, path: Path) -> Path | None:
     """``path`` with every link followed, if that is a regular file inside ``root`` (itself
-    resolved), else None."""
-    real = Path(os.path.realpath(path))
-    if not real.is_relative_to(root):
-        return None
+    resolved), else None. Only for listing: the tools read private copies
+    (:mod:`omnilab.server.mcp_files`), never the folder's files by name."""
     try:
+        real = Path(os.path.realpath(path))
         # stat, not open: a FIFO or device in the folder is left out without being opened.
-        regular = stat.S_ISREG(real.stat().st_mode)
-    except OSError:
+        regular = real.is_relative_to(root) and stat.S_ISREG(real.stat().st_mode)
+    except (OSError, ValueError):
         return None
     return real if regular else None
 
@@ -137,9 +141,10 @@ class McpTools:
         # Removed at any depth when the server stops (TemporaryDirectory recurses).
         self._stack.callback(remove_tree, workspace)
         self.inputs = folder_inputs(self.root)
-        self._ids = {f.id: f for f in self.inputs}
+        self.copies = PrivateCopies(self.root, self.inputs)
+        self._stack.callback(self.copies.close)
         env = ToolEnv(
-            inputs=self.inputs,
+            inputs=self.copies.inputs,
             model=Model(_ClientView(), name="mcp-client"),
             workspace=workspace,
             stack=self._stack,
@@ -162,31 +167,15 @@ class McpTools:
         """Run tool ``name``; an unknown tool or a failure is an error result, never a crash."""
         found = self.by_name.get(name)
         if found is None:
-            text = f"unknown tool {name!r}; tools: {', '.join(self.by_name)}"
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], is_error=True
-            )
-        moved = self._moved(arguments or {})
-        if moved:
-            text = f"Error [NOT_FOUND]: {moved} no longer leads to a file inside the folder"
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], is_error=True
-            )
-        result = await found(arguments or {})
+            return _error(f"unknown tool {name!r}; tools: {', '.join(self.by_name)}")
+        try:
+            moved = await asyncio.to_thread(self.copies.refresh, _strings(arguments or {}))
+            if moved is not None:
+                return _error(f"Error [NOT_FOUND]: {moved}")
+            result = await found(arguments or {})
+        except (OSError, ValueError, OmnilabError) as e:  # whatever the client's names cause
+            return _error(f"Error [UNREADABLE]: {_first_line(e)}")
         return types.CallToolResult(content=_content(result), is_error=result.error is not None)
-
-    def _moved(self, arguments: dict[str, Any]) -> str | None:
-        """The first input id named in ``arguments`` whose file was swapped for a link out of
-        the folder since it was listed (a link inside it changes what the id means: refused too)."""
-        names = [v for v in arguments.values() if isinstance(v, str)]
-        names += [
-            x for v in arguments.values() if isinstance(v, list) for x in v if isinstance(x, str)
-        ]
-        for name in names:
-            f = self._ids.get(name)
-            if f is not None and contained(self.root, self.root / name) != f.path:
-                return name
-        return None
 
     def close(self) -> None:
         """Stop the sandboxed interpreter and remove the workspace."""
@@ -197,6 +186,23 @@ class McpTools:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _strings(arguments: dict[str, Any]) -> list[str]:
+    """The strings among the arguments (input ids), in lists too."""
+    names = [v for v in arguments.values() if isinstance(v, str)]
+    return names + [
+        x for v in arguments.values() if isinstance(v, list) for x in v if isinstance(x, str)
+    ]
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def build_server(tools: McpTools) -> Server[Any]:

@@ -14,6 +14,7 @@ Each refusal is a :class:`ClientChoiceError`: one line naming what was refused a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -21,7 +22,17 @@ from typing import Any
 
 from omnilab.errors import OmnilabError
 
-__all__ = ["AGENT_OPTIONS", "ClientChoiceError", "ClientPolicy"]
+__all__ = [
+    "AGENT_OPTIONS",
+    "MAX_OPTIONS_DEPTH",
+    "ClientChoiceError",
+    "ClientPolicy",
+    "parse_agent_options",
+]
+
+MAX_OPTIONS_DEPTH = 16
+"""Deepest nesting of arrays and objects ``agent_options`` may have (none of the options needs
+more than three; deeper JSON would only exhaust the parser's recursion)."""
 
 AGENT_OPTIONS: Mapping[str, frozenset[str]] = {
     "tir": frozenset({"mode", "variant", "on_empty", "on_bad_call", "max_observation_chars"}),
@@ -137,3 +148,42 @@ class ClientPolicy:
                 f"max_turns {asked} is over this server's cap of {self.max_turns} (--max-turns)"
             )
         return asked
+
+
+def parse_agent_options(text: str | None) -> dict[str, Any] | None:
+    """A client's ``agent_options`` JSON: an object nested at most :data:`MAX_OPTIONS_DEPTH`
+    deep (checked before parsing, so no depth reaches the parser's recursion). Raises
+    :class:`ClientChoiceError` (400) with one line."""
+    if not text:
+        return None
+    if _depth(text) > MAX_OPTIONS_DEPTH:
+        raise ClientChoiceError(f"agent_options is nested deeper than {MAX_OPTIONS_DEPTH} levels")
+    try:
+        options = json.loads(text)
+    except ValueError as e:
+        raise ClientChoiceError(f"agent_options is not JSON: {e}") from None
+    if not isinstance(options, dict):
+        raise ClientChoiceError("agent_options must be a JSON object")
+    return options
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON ``text`` (outside strings)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, Field
 
+from omnilab._version import __version__
 from omnilab.bench.errors import BenchError
 from omnilab.bench.run_dir import write_atomic
 from omnilab.bench.scoring.code_x_group import Rollout as CodeXRollout
@@ -281,6 +282,8 @@ class GroupExport:
     """Groups of one rollout (advantage 0: run with --samples G >= 2)."""
     uniform: int = 0
     """TAURA groups whose mean turn entropy was 0 (weights 1)."""
+    written: list[dict[str, Any]] = field(default_factory=list)
+    """The rows as written (for ``--check``'s round trip)."""
 
 
 def build_rows(
@@ -339,8 +342,6 @@ async def rescore_records(
 def _meta(
     options: GroupOptions, folders: Sequence[str | Path], reward: str, summary: GroupExport
 ) -> dict[str, object]:
-    from omnilab import __version__
-
     return {
         "format": "omnilab-rl-groups",
         "version": 1,
@@ -391,7 +392,8 @@ def export_groups(
     summary.path = out
     summary.meta_path = out.with_name(out.name + ".meta.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, "".join(r.model_dump_json() + "\n" for r in rows))
+    summary.written = [r.model_dump(mode="json") for r in rows]
+    write_atomic(out, "".join(json.dumps(r) + "\n" for r in summary.written))
     meta = _meta(options, folders, reward or "score", summary)
     write_atomic(summary.meta_path, json.dumps(meta, indent=2) + "\n")
     return summary

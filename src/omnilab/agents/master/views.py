@@ -15,7 +15,8 @@ import asyncio
 from pathlib import Path
 
 from omnilab.agents.master.pool import AgentInput, ModalityAgent
-from omnilab.agents.views import evidence_part, frame_parts, text_part
+from omnilab.agents.view_files import frame_parts
+from omnilab.agents.views import evidence_part, text_part
 from omnilab.content import Audio, Content, Image, Text, Video
 from omnilab.inputs import InputSet
 from omnilab.models.capabilities import Capabilities

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask, TaskInputError
 from omnilab.agents.ota import release
 from omnilab.agents.ota.env import Describe, OtaEnv, media_error
 from omnilab.agents.ota.memory import Percept, clock, placeholder_message
@@ -58,7 +58,7 @@ def _source(task: AgentTask) -> InputFile:
         for f in task.inputs:
             if f.kind == kind:
                 return f
-    raise AgentConfigError("ota needs a video (or audio) input; none was given")
+    raise TaskInputError("ota needs a video (or audio) input; none was given")
 
 
 class OtaAgent:
@@ -78,15 +78,16 @@ class OtaAgent:
     async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
         """Answer ``task`` about its first video (else audio) input.
 
-        Raises :class:`AgentConfigError` before anything is written when the task has no video
-        or audio, the file cannot be read, or the perception model does not take images.
+        Raises :class:`TaskInputError` before anything is written when the task has no video
+        or audio or the file cannot be read (that task fails), :class:`AgentConfigError` when
+        the perception model does not take images (every task would).
         """
         opts = randomised(self.options, task.id)
         source = _source(task)
         try:
             info = source.probe()
         except MediaError as e:
-            raise AgentConfigError(f"ota cannot read {source.id}: {e.message}") from None
+            raise TaskInputError(f"ota cannot read {source.id}: {e.message}") from None
         perception = ctx.roles.get("perception")
         caps = ctx.model.capabilities
         if perception is not None and not caps.image and not perception.capabilities.image:
@@ -98,7 +99,9 @@ class OtaAgent:
         describe = _describer(run) if perception is not None and not caps.image else None
         env = OtaEnv(source, info, caps, opts, describe=describe)
         total = turn_limit(opts, env.duration, ctx.budgets.max_turns)
-        grammar = caps.json_schema if opts.grammar is None else opts.grammar
+        # The release samples freely (no guided decoding): its parser's errors can then occur.
+        free = opts.rules == "release"
+        grammar = caps.json_schema and not free if opts.grammar is None else opts.grammar
         generate = opts.generate
         if grammar:
             schema = ResponseFormat(json_schema=turn_schema(opts.max_frames_len), name="ota_turn")
@@ -339,7 +342,8 @@ class _Loop:
     ) -> None:
         """The environment's message for the next turn: percept or error, warnings, notice
         (the notice last, so it can go once a newer one is sent)."""
-        self._retire(chat, step + 1, media=percept is not None)
+        gone = percept is not None or (error is not None and self.options.delete_media_on_error)
+        self._retire(chat, step + 1, media=gone)
         trailer = []
         if turn.warnings and error is None:
             trailer.append(warning_text(turn.warnings))

@@ -3,9 +3,10 @@ self-iteration.
 
 Both ask a model to update an agent guide with the paper's prompt (H.2, Figures 12-13:
 ``agents/prompts/coder_skills_self_iteration.txt``), given the previous guide and a sanitized
-summary of runs (:mod:`.summary`); the reply goes through the prohibition filter (:mod:`.guard`)
-and becomes the ``agent-guide`` skill of a new skills folder (the other skills of the base folder
-are copied along). Nothing is overwritten: the output folder must not exist yet.
+summary of runs (:mod:`.skills_summary`); the reply goes through the prohibition filter
+(:mod:`omnilab.skills.guard`) and becomes the ``agent-guide`` skill of a new skills folder (the
+other skills of the base folder are copied along). Nothing is overwritten: the output folder
+must not exist yet.
 
 - :func:`distill`: from finished runs' raw traces (log-driven self-distillation: each run's
   commands, outputs cut head and tail and outcome, task-specific strings redacted);
@@ -28,7 +29,7 @@ from omnilab.errors import OmnilabError
 from omnilab.models import Message, Model
 from omnilab.skills._skill import Skill, load_skills
 from omnilab.skills.guard import Forbidden, GuardReport, filter_guide
-from omnilab.skills.summary import run_summary
+from omnilab.train.skills_summary import run_summary
 
 __all__ = ["GUIDE_SKILL", "LearnOutcome", "distill", "forbidden_for_runs", "refine", "update_guide"]
 
@@ -65,7 +66,12 @@ def forbidden_for_runs(runs: Sequence[Path]) -> Forbidden:
     for folder in runs:
         run = RunDir(folder)
         config = run.read_config()
-        loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+        loaded = load_dataset(
+            config.dataset,
+            config.data,
+            media_root=config.media_root,
+            allow_outside_media_root=config.allow_outside_media_root,
+        )
         for task in loaded.tasks:
             forbidden.add_question(task.question)
             forbidden.add_strings(task.answers.all)
