@@ -50,6 +50,7 @@ from PIL import Image
 from omnilab.media import probe, synth
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import media_floors
 from footage import ensure_footage
 
 MAX_EDGE = 512
@@ -224,14 +225,6 @@ def version(exe: str) -> str:
     return head[0].split(" Copyright")[0] if head else "?"
 
 
-def _any_of(terms: list[str]) -> str:
-    """``a+b+c+...`` as a balanced tree: ffmpeg's expression parser limits nesting depth."""
-    if len(terms) == 1:
-        return terms[0]
-    mid = len(terms) // 2
-    return f"({_any_of(terms[:mid])}+{_any_of(terms[mid:])})"
-
-
 def frames_once(
     peer: str, exe: str, video: Path, wanted: list[int], folder: Path, check: bool
 ) -> Run:
@@ -241,7 +234,7 @@ def frames_once(
     if peer.startswith("ffmpeg"):
         info = probe(video)
         scale = f"{MAX_EDGE}:-2" if (info.width or 0) >= (info.height or 0) else f"-2:{MAX_EDGE}"
-        select = _any_of([f"eq(n\\,{i})" for i in sorted(set(wanted))])
+        select = media_floors._any_of([f"eq(n\\,{i})" for i in sorted(set(wanted))])
         cmd = [exe, "-v", "error", "-y", "-i", str(video), "-an", "-vf"]
         cmd += [f"select={select},scale={scale}:flags=lanczos", "-fps_mode", "passthrough"]
         result, _ = run([*cmd, "-q:v", "3", str(out / "%04d.jpg")])
