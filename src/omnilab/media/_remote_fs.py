@@ -36,17 +36,21 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     # changes (fsspec's own instance cache would not notice that). The object's listing cache
     # is dropped before each look-up, so a changed object is seen.
     ident = (scheme, _credential_fingerprint())
+    # Made under the lock: concurrent tasks' first fetches would otherwise each make a client.
     with _FS_LOCK:
         fs = _FILESYSTEMS.get(ident)
-    if fs is None:
-        try:
-            fs, path = url_to_fs(url, skip_instance_cache=True)
-        except ImportError:
-            raise OmnilabError(_missing(scheme, package)) from None
-        with _FS_LOCK:
+        if fs is None:
+            try:
+                fs, path = url_to_fs(url, skip_instance_cache=True)
+            except ImportError:
+                raise OmnilabError(_missing(scheme, package)) from None
+            connect = getattr(fs, "connect", None)  # s3fs makes its client on first use
+            if callable(connect):
+                with contextlib.suppress(Exception):  # a store error is reported by the call
+                    connect()
             _FILESYSTEMS[ident] = fs
-    else:
-        path = fs._strip_protocol(url)  # what url_to_fs gives (HTTP keeps the whole URL)
+        else:
+            path = fs._strip_protocol(url)  # what url_to_fs gives (HTTP keeps the whole URL)
     with contextlib.suppress(Exception):
         fs.invalidate_cache(str(path))
     return fs, str(path)
