@@ -27,6 +27,15 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert tests in ci
 
 
+def test_ci_runs_the_training_tests_as_a_second_stage() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    (train,) = [line for line in readme if line.startswith(". .venv/bin/activate && pip")]
+    assert '".[dev,local,train]"' in train and "pytest -q -m train" in train
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    _, tests = _commands()
+    assert ci.index(train) > ci.index(tests)
+
+
 @pytest.mark.parametrize(
     ("machine", "expected"),
     [

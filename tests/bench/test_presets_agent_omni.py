@@ -66,6 +66,10 @@ def _eval(folder: Path, *extra: str) -> tuple[list[dict[str, Any]], dict[str, An
     return bodies, row, errors
 
 
+def _text(content: str | list[dict[str, str]]) -> str:
+    return content if isinstance(content, str) else "".join(p["text"] for p in content)
+
+
 def test_the_preset_loads_and_its_options_reach_the_agent() -> None:
     preset = get_protocol("agent-omni-paper")
     assert "huawei-lin/Agent-Omni" in preset.source and preset.agent == "master" and preset.gaps
@@ -84,18 +88,22 @@ def test_sampling_and_retries_on_the_wire(tmp_path: Path) -> None:
         tmp_path / "preset", "--protocol", "agent-omni-paper", "-O", "all_rounds=false"
     )
     # reasoning: a bad reply, its fix (bad), the call again (bad), its fix (the plan); then the
-    # text agent's one question and the decision
+    # decision: the plan's text agent has no text input, so it makes no call (the release's),
+    # and the reply queued for it goes to the decision, which its fixing call repairs
     assert len(bodies) == 6 and not errors and row["score"]["correct"] is True
+    assert _text(bodies[4]["messages"][0]["content"]).startswith("You are the Decision Module")
+    assert _text(bodies[5]["messages"][0]["content"]).startswith("Instructions:")
+    # the release's model configs for the master (Claude 3.7 Sonnet): 8192 tokens, no seed
     assert all((b["temperature"], b["max_tokens"]) == (0.0, 8192) for b in bodies)
+    assert not any("seed" in b for b in bodies)
     assert not any("response_format" in b for b in bodies)  # the release sends none
-    system = bodies[0]["messages"][0]["content"]
+    (system_part,) = bodies[0]["messages"][0]["content"]  # nodes.py: a list of one text part
+    system = system_part["text"]
     assert "The output should be formatted as a JSON instance" in system
     assert "The user's goal or intention" in system  # the schema's descriptions
-    fixes = [b["messages"] for b in (bodies[1], bodies[3])]
-    assert all(len(m) == 1 and m[0]["content"].startswith("Instructions:\n----") for m in fixes)
-    assert (
-        "not JSON 0" in fixes[0][0]["content"] and "Above, the Completion" in fixes[0][0]["content"]
-    )
+    fixes = [[_text(x["content"]) for x in b["messages"]] for b in (bodies[1], bodies[3])]
+    assert all(len(m) == 1 and m[0].startswith("Instructions:\n----") for m in fixes)
+    assert "not JSON 0" in fixes[0][0] and "Above, the Completion" in fixes[0][0]
     assert bodies[2]["messages"] == bodies[0]["messages"]  # the call again, from scratch
     # omnilab's rules and one retry: the reasoning reply is a format error
     bodies, row, errors = _eval(tmp_path / "default", "--protocol", "agent-omni-paper", "-O",

@@ -97,7 +97,8 @@ def test_sampling_turn_limit_and_confidence_on_the_wire(tmp_path: Path, clip: Pa
     sent = json.dumps(bodies[1]["messages"], ensure_ascii=False)
     assert "Video META:\\n- duration_seconds: 8.00" in sent
     assert "[ERROR] EARLY_ANSWER: Must gather evidence before answering" in sent
-    assert bodies[0]["messages"][0]["content"].startswith("\nYou are the **Deep-Omni-Research")
+    (system,) = bodies[0]["messages"][0]["content"]  # video_env.py: a list of one text part
+    assert system["text"].startswith("\nYou are the **Deep-Omni-Research")
     body = bodies[0]
     assert (body["temperature"], body["top_p"], body["max_tokens"], body["top_k"]) == (
         1.0,

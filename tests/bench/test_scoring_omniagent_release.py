@@ -86,3 +86,16 @@ def test_metrics_show_both_pass_at_1() -> None:
         console.print(table)
     shown = console.export_text()
     assert "Pass@1 (strict rules)" in shown and "Pass@1 (reference rules)" in shown
+
+
+def test_an_mcq_gold_given_as_option_text_is_its_first_character_under_the_release() -> None:
+    # video_env.py: gt = self.answer[0].strip().upper(): "green" is "G", never the letter C
+    meta = TaskMetadata(task_type="MCQ", options={"A": "red", "B": "blue", "C": "green"})
+    t = Task(id="m", dataset="omniagent", question="?", answers=AnswerSet(label="C"),
+             metadata=meta, original={"answer": "green"})  # fmt: skip
+    ours = asyncio.run(OmniAgentScorer().score(t, "C"))
+    theirs = asyncio.run(SCORERS.get("omniagent-release").build([]).score(t, "C"))
+    assert ours.correct is True and theirs.correct is False
+    assert asyncio.run(SCORERS.get("omniagent-release").build([]).score(t, "g")).correct is True
+    listed = t.model_copy(update={"original": {"answer": ["C"]}})
+    assert asyncio.run(SCORERS.get("omniagent-release").build([]).score(listed, "C")).correct

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("omnilab.cli.tools:agents", "List the agents, with their options."),
     "eval": ("omnilab.cli.eval:eval_", "Run an agent on a benchmark."),
     "explore": ("omnilab.cli.explore:explore", "Hindsight-guided tree exploration of a dataset."),
+    "rollout": ("omnilab.cli.rollout:rollout", "Token-exact rollouts of an agent for RL trainers."),
     "protocols": ("omnilab.cli.protocols:protocols", "Reproduction presets of published setups."),
     "score": ("omnilab.cli.runs:score", "Score a run's answers again (another judge or scorer)."),
     "metrics": ("omnilab.cli.runs:metrics", "Metrics of a run (Pass@1, EM, groups, cost)."),
@@ -71,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 """Every sub-command: name -> (``module:attr``, short help)."""
 
 
-_RUNS = frozenset({"ask", "chat", "eval", "demo"})
+_RUNS = frozenset({"ask", "chat", "eval", "demo", "rollout"})
 """Commands that run a model: their ``--help`` ends with the exit status table."""
 
 

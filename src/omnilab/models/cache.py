@@ -78,7 +78,14 @@ def _canonical_message(message: Message) -> dict[str, Any]:
 
 # Settings added after the first key version: left out of the key while at their default, so
 # caches written before they existed still answer the same requests.
-_LATER_SETTINGS = {"response_format": None, "logprobs": False, "top_logprobs": None}
+_LATER_SETTINGS = {
+    "response_format": None,
+    "logprobs": False,
+    "top_logprobs": None,
+    "send_seed": True,
+    "text_parts": False,
+    "audio_url": False,
+}
 
 
 def request_key(

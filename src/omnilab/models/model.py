@@ -151,7 +151,7 @@ class Model:
         msgs = [Message.user(messages)] if isinstance(messages, str) else list(messages)
         tool_list = list(tools or [])
         cfg = config or GenerateConfig()
-        if cfg.seed is None and self.seed is not None:
+        if cfg.seed is None and self.seed is not None and cfg.send_seed:
             cfg = cfg.model_copy(update={"seed": self.seed})
         started = time.perf_counter()
         key = (

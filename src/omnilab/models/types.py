@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from omnilab._ids import new_id
 from omnilab.content import Content, Text, as_parts
+from omnilab.models.token_trace import TokenTrace
 
 __all__ = [
     "GenerateConfig",
@@ -139,6 +140,17 @@ class GenerateConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     stop: list[str] | None = None
     seed: int | None = None
+    send_seed: bool = True
+    """``False``: a call that sets no ``seed`` goes without one, not even the run's (presets of
+    released code that sends none); by default such a call takes the run's seed."""
+    text_parts: bool = False
+    """Send a system or user message of text only as its list of text parts, as released code
+    that builds such lists does (the server's chat template then writes the parts as it does:
+    Qwen2.5-Omni's one after another); by default one string, the parts joined by newlines,
+    which every server takes."""
+    audio_url: bool = False
+    """Send a whole WAV or MP3 file as vLLM's ``{"type": "audio_url"}`` data URL, as released
+    code built for vLLM does; by default OpenAI's ``input_audio``, which more servers take."""
     tool_choice: str | None = None
     """``auto``, ``none``, ``required`` or a tool name that must be called."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
@@ -222,6 +234,9 @@ class ModelOutput(BaseModel):
     logprobs: list[TokenLogprob] | None = None
     """Per generated token, when ``GenerateConfig.logprobs`` asked for them and the provider
     reports them; ``None`` otherwise."""
+    tokens: TokenTrace | None = None
+    """The prompt's and the sample's token ids with their logprobs, when the call went through
+    a token-exact adapter (:func:`omnilab.models.tokens.token_exact`); ``None`` otherwise."""
 
     @property
     def text(self) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 from pydantic import ValidationError
 
 from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.master import lenient
 from omnilab.agents.master.loop import MasterLoop
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ROLES, check_pool, modality_agents, pool_models
@@ -36,6 +37,8 @@ class MasterAgent:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "options"
             raise AgentConfigError(f"bad master option {where}: {first['msg']}") from None
+        if self.options.rules == "release":
+            lenient.require()  # the release's parser, langchain-core's own
         unknown = sorted(set(self.options.role_generate) - set(ROLES))
         if unknown:
             raise AgentConfigError(

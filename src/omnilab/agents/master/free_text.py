@@ -1,5 +1,5 @@
 """The release's modality-agent calls (huawei-lin/Agent-Omni ``src/subagents/*``): free text,
-one question per call, over all of the agent's inputs.
+one question per call (per batch of media, :mod:`.release_media`), the replies joined.
 
 Perception asks each modality agent "Summarize the provided video." (image, audio, text);
 execution asks each sub-question in a call of its own. The video and audio agents' calls carry
@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from omnilab.agents.master import release
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ModalityAgent
+from omnilab.agents.master.release_media import batches
 from omnilab.agents.master.structured import Reply
-from omnilab.agents.master.views import agent_parts
 from omnilab.agents.session import AgentRun
 from omnilab.content import Text
 from omnilab.models.types import Message
@@ -85,17 +85,22 @@ class FreeTextAgents:
         return Reply({"answers": answers}, "\n\n".join(answers))
 
     async def ask(self, agent: ModalityAgent, question: str, name: str) -> str | None:
-        """One free-text call of ``agent`` about all its inputs; ``None`` when time ran out."""
+        """``agent``'s answer to one question: a free-text call per batch of its inputs
+        (:func:`~omnilab.agents.master.release_media.batches`), the replies joined as they are;
+        ``None`` when time ran out."""
         run = self.run_
         caps = run.models[agent.modality].capabilities
-        parts = await agent_parts(agent, caps, self.views)
-        chat = run.context(agent.modality, name=name)
-        if agent.modality in ("video", "audio"):
-            run.add(chat, Message.system(release.text("system")))
-        run.add(chat, Message(role="user", content=[*parts, Text(text=question)]))
-        output = await run.call(
-            agent.modality, chat, config=self.options.generate_for(agent.modality)
-        )
-        if output is None:
-            return None
-        return release.strip_think(output.text) if agent.modality == "text" else output.text
+        replies: list[str] = []
+        for number, parts in enumerate(await batches(agent, caps, self.views, self.options), 1):
+            chat = run.context(agent.modality, name=name if number == 1 else f"{name}-b{number}")
+            if agent.modality in ("video", "audio"):
+                run.add(chat, Message.system(release.text("system")))
+            run.add(chat, Message(role="user", content=[*parts, Text(text=question)]))
+            output = await run.call(
+                agent.modality, chat, config=self.options.generate_for(agent.modality)
+            )
+            if output is None:
+                return None
+            replies.append(output.text)
+        reply = "".join(replies)  # results[i].content += response.content
+        return release.strip_think(reply) if agent.modality == "text" else reply

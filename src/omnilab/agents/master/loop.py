@@ -30,6 +30,7 @@ from typing import Any
 
 from omnilab.agents.master import release
 from omnilab.agents.master.free_text import FreeTextAgents, run_all
+from omnilab.agents.master.lenient import langchain_parse
 from omnilab.agents.master.options import MasterOptions
 from omnilab.agents.master.pool import ModalityAgent
 from omnilab.agents.master.schemas import (
@@ -294,7 +295,8 @@ class MasterLoop:
         """The master's sub-questions for this round; ``False`` when time ran out."""
         run = self.run_
         pool = self._pool()
-        schema = reasoning_structure(pool, release=self.release).model_json_schema()
+        structure = reasoning_structure(pool, release=self.release)
+        schema = structure.model_json_schema()
         system = self._system(
             "reasoning",
             schema,
@@ -309,11 +311,17 @@ class MasterLoop:
             system,
             schema,
             name="MasterReasoningStructure",
-            check=self._check_agents,
+            check=None if self.release else self._check_agents,  # the release checks no name
+            parse=langchain_parse(structure) if self.release else None,
         )
         if reply is None:
             return False
-        if reply.value is not None:
+        if reply.value is not None and self.release:
+            current.user_intent = str(reply.value["user_intent"])
+            ready = [n for n, a in self.agents.items() if a.inputs]
+            current.instructions, skipped = release.plan(reply.value["agent_instructions"], ready)
+            run.stats["skipped_agents"] = run.stats.get("skipped_agents", 0.0) + len(skipped)
+        elif reply.value is not None:
             current.user_intent = str(reply.value["user_intent"])
             for item in reply.value["agent_instructions"]:
                 questions = current.instructions.setdefault(item["agent_name"], [])
@@ -400,8 +408,9 @@ class MasterLoop:
             historical_message=self._history(self.rounds),
             available_agent_info=self._pool(),
         )
+        parse = langchain_parse(MasterDecisionStructure) if self.release else None
         reply = await self._ask_master(
-            current, "decision", system, schema, name="MasterDecisionStructure"
+            current, "decision", system, schema, name="MasterDecisionStructure", parse=parse
         )
         if reply is None:
             return None

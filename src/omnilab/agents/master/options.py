@@ -25,8 +25,9 @@ class MasterOptions(BaseModel):
     """Whose stage texts and calls: ``omnilab`` (Figures 4-7 as printed, JSON summaries and
     answers, the schema as ``response_format``) or ``release`` (huawei-lin/Agent-Omni
     ``src/nodes.py`` and ``src/subagents/*``: its prompt texts and variable rendering, one
-    free-text call per sub-question and per summary, the schema in the prompt only, an
-    unparsable reply repaired by LangChain's fixing prompt and the call made again)."""
+    free-text call per sub-question and per summary with its media, the schema in the prompt
+    only, replies read by LangChain's parser, an unparsable reply repaired by LangChain's fixing
+    prompt and the call made again, agents missing from the pool skipped)."""
     format_instructions: bool = True
     """Append the output parser's format instructions (the schema with its field descriptions)
     to the reasoning and decision system prompts, as the release does; under omnilab's rules
@@ -38,6 +39,14 @@ class MasterOptions(BaseModel):
     """Extra tries a stage gets after a reply that is not valid JSON for its schema, each with
     the problem stated; then the reply is recorded as a format error. The authors' README
     configures ``retry_times: 10``."""
+    max_image_input: int | None = Field(default=None, ge=1)
+    """Under the release's rules: most images or video frames one call carries (the release's
+    model config ``max_image_input``: 20 for Claude, 6 in its example config). The image agent
+    sends only its first batch, the video agent each batch in a call of its own, the replies
+    joined; unset: all in one call."""
+    max_frames_num: int = Field(default=60, ge=1)
+    """Under the release's rules: most frames of a video (one a second, else evenly spread),
+    each stretched to 336x336 (the release's ``sample_frames`` default)."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Sampling settings of every call (``max_tokens`` caps each reply); each stage adds its
     own ``response_format``."""

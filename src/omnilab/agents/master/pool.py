@@ -7,8 +7,9 @@ before the run (:func:`check_pool`) when it is given explicitly; a role left to 
 that cannot take its media (a text-only model) gets each input as its text evidence digest
 instead (:mod:`omnilab.agents.master.views`), so the pool runs on one text model too.
 
-Each modality agent gets every input of its kind (Agent-Omni's release used only the first), and
-the audio agent also gets each video's sound track as an input of its own (the release dropped it).
+Each modality agent gets every input of its kind (Agent-Omni's release sends every image and
+audio file but only the first video), and the audio agent also gets each video's sound track as
+an input of its own (the release dropped it).
 """
 
 from __future__ import annotations

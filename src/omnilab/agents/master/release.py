@@ -24,6 +24,7 @@ __all__ = [
     "DECISION_KEYS",
     "format_instructions",
     "history_lines",
+    "plan",
     "pool_lines",
     "strip_think",
     "summary_lines",
@@ -89,6 +90,26 @@ def history_lines(
         ordered = [{k: d[k] for k in DECISION_KEYS if k in d} for d in decisions]
         lines.append(f"    - Suggestion from previous round: {ordered}")
     return "\n".join(lines)
+
+
+def plan(
+    instructions: Sequence[Mapping[str, Any]], runnable: Iterable[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The sub-questions each agent of ``runnable`` answers, as ``src/subagents/*_agent.py``
+    read the reasoning result: an agent named twice answers only its last entry's questions
+    (each entry overwrites ``result_list``), and an agent not in ``runnable`` (not in the pool,
+    or without input: the release's agents return ``None`` then, the text agent included) is
+    skipped without a call. Returns the questions by agent and the names skipped."""
+    ready = set(runnable)
+    kept: dict[str, list[str]] = {}
+    skipped: list[str] = []
+    for entry in instructions:
+        name = str(entry.get("agent_name"))
+        if name in ready:
+            kept[name] = [str(q) for q in entry.get("questions", [])]
+        elif name not in skipped:
+            skipped.append(name)
+    return kept, skipped
 
 
 def strip_think(reply: str) -> str:

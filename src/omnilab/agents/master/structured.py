@@ -29,6 +29,10 @@ __all__ = ["Check", "Reply", "ask_json"]
 Check = Callable[[dict[str, Any]], str | None]
 """A stage's own test of a valid reply: why it cannot be used (one line), or ``None``."""
 
+Parse = Callable[[str], tuple[dict[str, Any] | None, str | None]]
+"""A reader of a reply: its value, or ``None`` and what is wrong with it (the release's
+LangChain parser, :mod:`omnilab.agents.master.lenient`)."""
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -48,12 +52,20 @@ def _unfenced(text: str) -> str:
     return stripped.strip()
 
 
-def _problem(text: str, schema: dict[str, Any], check: Check | None) -> str | None:
+def _read(
+    text: str, schema: dict[str, Any], check: Check | None, parse: Parse | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    if parse is not None:
+        return parse(text)
     problem = schema_problem(_unfenced(text), schema)
-    if problem is None and check is not None:
+    if problem is None:
         value = json.loads(_unfenced(text))
-        problem = check(value) if isinstance(value, dict) else "the answer is not a JSON object"
-    return problem
+        if not isinstance(value, dict):
+            return None, "the answer is not a JSON object"
+        problem = check(value) if check is not None else None
+        if problem is None:
+            return value, None
+    return None, problem
 
 
 async def ask_json(
@@ -69,10 +81,12 @@ async def ask_json(
     constrain: bool = True,
     fix_with: str | None = None,
     fresh: Callable[[], Context] | None = None,
+    parse: Parse | None = None,
 ) -> Reply | None:
     """Call ``context``'s role for JSON matching ``schema`` (see the module docstring);
     ``None`` when the time budget ran out. ``fix_with``: the format instructions the fixing
-    prompt quotes; ``fresh``: makes the context of a new attempt (the same messages again)."""
+    prompt quotes; ``fresh``: makes the context of a new attempt (the same messages again);
+    ``parse``: reads a reply instead of the strict schema test (and ``check``)."""
     config = generate
     if constrain:
         fmt = ResponseFormat(json_schema=schema, name=name)
@@ -90,15 +104,16 @@ async def ask_json(
         if output is None:
             return None
         text = output.text
-        problem = _problem(text, schema, check)
-        if problem is None:
-            return Reply(json.loads(_unfenced(text)), text, attempts=attempt)
+        value, problem = _read(text, schema, check, parse)
+        if value is not None:
+            return Reply(value, text, attempts=attempt)
         if fix_with is not None:
-            fixed = await _fix(run, context, fix_with, text, problem, config, schema, check)
+            assert problem is not None
+            fixed = await _fix(run, context, fix_with, text, problem, config, schema, check, parse)
             if fixed is None:
                 return None
-            if fixed[1] is None:
-                return Reply(json.loads(_unfenced(fixed[0])), fixed[0], attempts=attempt)
+            if fixed[1] is not None:
+                return Reply(fixed[1], fixed[0], attempts=attempt)
     run.emit(
         ErrorEvent(
             error_kind="format",
@@ -122,13 +137,14 @@ async def _fix(
     config: GenerateConfig,
     schema: dict[str, Any],
     check: Check | None,
-) -> tuple[str, str | None] | None:
+    parse: Parse | None,
+) -> tuple[str, dict[str, Any] | None] | None:
     """One ``OutputFixingParser`` call: the fixing prompt alone, to the same role; its reply
-    and what is still wrong with it (``None``: it parses), or ``None`` when time ran out."""
+    and its value (``None``: it does not parse either), or ``None`` when time ran out."""
     chat = run.context(context.role, name=f"{context.id}-fix")
     prompt = render("master_format_fix", instructions=instructions, completion=text, error=problem)
     run.add(chat, Message.user(prompt))
     output = await run.call(context.role, chat, config=config, turn=False)
     if output is None:
         return None
-    return output.text, _problem(output.text, schema, check)
+    return output.text, _read(output.text, schema, check, parse)[0]

@@ -98,7 +98,9 @@ class OtaAgent:
         describe = _describer(run) if perception is not None and not caps.image else None
         env = OtaEnv(source, info, caps, opts, describe=describe)
         total = turn_limit(opts, env.duration, ctx.budgets.max_turns)
-        grammar = caps.json_schema if opts.grammar is None else opts.grammar
+        # The release samples freely (no guided decoding): its parser's errors can then occur.
+        free = opts.rules == "release"
+        grammar = caps.json_schema and not free if opts.grammar is None else opts.grammar
         generate = opts.generate
         if grammar:
             schema = ResponseFormat(json_schema=turn_schema(opts.max_frames_len), name="ota_turn")
@@ -339,7 +341,8 @@ class _Loop:
     ) -> None:
         """The environment's message for the next turn: percept or error, warnings, notice
         (the notice last, so it can go once a newer one is sent)."""
-        self._retire(chat, step + 1, media=percept is not None)
+        gone = percept is not None or (error is not None and self.options.delete_media_on_error)
+        self._retire(chat, step + 1, media=gone)
         trailer = []
         if turn.warnings and error is None:
             trailer.append(warning_text(turn.warnings))

@@ -251,7 +251,8 @@ class OtaEnv:
 
         info = probe(path)
         length = info.duration or 0.0
-        if length < _RELEASE_MIN_LENGTH or abs(length - expected) > _RELEASE_LENGTH_TOLERANCE:
+        off = abs(length - expected) > _RELEASE_LENGTH_TOLERANCE and self.options.duration_check
+        if length < _RELEASE_MIN_LENGTH or off:
             raise MediaError(
                 MediaErrorCode.CORRUPT, f"Bad duration {length} (expect {expected})", path=path
             )

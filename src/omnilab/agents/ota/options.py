@@ -74,6 +74,14 @@ class OtaOptions(BaseModel):
     tolerantly, omnilab's codes) or ``release`` (the authors' ``video_env.py`` and
     ``video_prompt.py``: their system prompt, first message, notices, strict reading, error
     codes and texts, and a media failure ends the run)."""
+    delete_media_on_error: bool = False
+    """Under the release's rules: after an invalid action even the newest media become their
+    placeholder (the release's DELETE_MEDIA_WHEN_ERROR, which its batch evaluator sets); off:
+    older media go only when newer media arrive."""
+    duration_check: bool = True
+    """Under the release's rules: fail an extracted clip or audio more than 5 s off the asked
+    length (``video_env.py``'s check); off: only a file under 0.1 s fails (the release's
+    BYPASS_DURATION_CHECK, which its batch evaluator sets)."""
     refuse_early_answer: bool | None = None
     """Refuse an answer at step 1 (EARLY_ANSWER); default: as the rules do (release: refuse,
     omnilab: accept)."""
@@ -94,7 +102,8 @@ class OtaOptions(BaseModel):
     """Seed of random_resources (with the task id, so reruns draw the same limits)."""
     grammar: bool | None = None
     """Constrain replies to the turn's JSON schema (response_format); default: when the model
-    declares json_schema support (the local model, vLLM, SGLang, OpenAI)."""
+    declares json_schema support (the local model, vLLM, SGLang, OpenAI), except under the
+    release's rules, whose evaluator samples freely (its parse errors can then occur)."""
     frame_max_edge: int | None = Field(default=None, ge=16)
     """Shrink frames and clips to this longest edge; default: the model's max_image_edge, else
     full size."""

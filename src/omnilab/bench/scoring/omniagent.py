@@ -71,12 +71,24 @@ def _spans(value: object) -> list[Span] | None:
     return pairs
 
 
+def _mcq_gold(task: Task) -> str:
+    """``self.answer[0].strip().upper()`` of the dataset's own answer: the first character of
+    a string (so an answer given as option text is its first letter, whatever option it is),
+    the first entry of a list; the loaded letter when the record has no answer field."""
+    raw = task.original.get("answer", task.answers.label)
+    if isinstance(raw, list | tuple):
+        return str(raw[0]).strip().upper() if raw else ""
+    text = str(raw)
+    return text[0].strip().upper() if text else ""
+
+
 def release_reward(task: Task, kind: str, content: str) -> float | None:
     """The release's reward of ``content`` for ``task`` of base type ``kind``; ``None`` for a
     free-form (FF) question, which the release scores with an LLM (omnilab's judge then)."""
     gold = task.answers.label
     if kind == "MCQ":
-        return 1.0 if gold and content.strip().upper() == gold.strip().upper() else 0.0
+        first = _mcq_gold(task)
+        return 1.0 if first and content.strip().upper() == first else 0.0
     if kind == "TR":
         try:
             predicted = _spans(json.loads(content))

@@ -19,6 +19,7 @@ from omnilab.bench.scoring.contains import AnswerInReply
 from omnilab.bench.scoring.judge import MajorityVote, OmniGaiaScorer
 from omnilab.bench.scoring.judging import ScoringRules
 from omnilab.bench.scoring.omniagent import OmniAgentScorer
+from omnilab.bench.scoring.omniagent_ff import OmniAgentFreeForm
 from omnilab.bench.scoring.rules import (
     AnswerSetMatch,
     MeanRelativeAccuracy,
@@ -92,7 +93,7 @@ SCORERS: Registry[ScorerEntry] = Registry(
         ),
         "omniagent-release": ScorerEntry(
             lambda judges: OmniAgentScorer(
-                free_form=OmniGaiaScorer(judges[0]) if judges else None, rules="release"
+                free_form=OmniAgentFreeForm(judges[0]) if judges else None, rules="release"
             ),
             "optional",
         ),

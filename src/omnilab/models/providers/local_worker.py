@@ -12,6 +12,12 @@ Protocol: one JSON object per line on stdin, one JSON reply per line on the prot
 corrupt it). A request is ``{"load": {path, n_ctx, threads, logits_all}, "chat": [...],
 "schema": JSON text or null, "params": {...}}``; a reply is ``{"result": <completion>}`` or
 ``{"error": "value" | "grammar", "message": "..."}``. End of input ends the process.
+
+Token-exact calls (:mod:`~omnilab.models.providers.local_tokens`) send ``"op"`` requests instead:
+``render`` (the GGUF's chat template applied to ``chat``), ``encode`` (text to ids, special tokens
+parsed), ``eot`` (the end-of-generation id and text) and ``sample`` (generate from
+``prompt_ids``, replying with the sampled ids and their logprobs under the model's own
+distribution).
 """
 
 from __future__ import annotations
@@ -48,6 +54,74 @@ def _model(load: dict[str, Any]) -> Any:
     return _models[key]
 
 
+def _render(llm: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ValueError("the GGUF file has no chat template (tokenizer.chat_template)")
+    text = llm.detokenize
+    formatter = Jinja2ChatFormatter(
+        template=template,
+        eos_token=text([llm.token_eos()], special=True).decode(errors="replace"),
+        bos_token=text([llm.token_bos()], special=True).decode(errors="replace"),
+        add_generation_prompt=bool(request["generation"]),
+    )
+    out = formatter(messages=request["chat"])
+    return {"text": out.prompt, "special": bool(out.added_special)}
+
+
+def _sample(llm: Any, request: dict[str, Any], grammar: Any) -> dict[str, Any]:
+    import numpy as np
+
+    params = request["params"]
+    prompt = [int(t) for t in request["prompt_ids"]]
+    window = llm.n_ctx()
+    if len(prompt) >= window:
+        raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {window}")
+    if params.get("seed") is not None:
+        llm.set_seed(int(params["seed"]))
+    eot = llm.token_eos()
+    ids: list[int] = []
+    logprobs: list[float] = []
+    finish = "length"
+    tokens = llm.generate(
+        prompt,
+        temp=params["temperature"],
+        top_p=params["top_p"],
+        repeat_penalty=params["repeat_penalty"],
+        grammar=grammar,
+    )
+    for token in tokens:
+        # The logits the token was sampled from: the last evaluated position's.
+        row = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+        top = row.max()
+        logprobs.append(float(row[token] - top - np.log(np.exp(row - top).sum())))
+        ids.append(int(token))
+        if token == eot:
+            finish = "stop"
+            break
+        if len(ids) >= params["max_tokens"] or len(prompt) + len(ids) >= window:
+            break
+    return {"ids": ids, "logprobs": logprobs, "finish_reason": finish}
+
+
+def _op(request: dict[str, Any], grammar: Any) -> dict[str, Any]:
+    llm = _model(request["load"])
+    op = request["op"]
+    if op == "render":
+        return _render(llm, request)
+    if op == "encode":
+        data = request["text"].encode("utf-8")
+        return {"ids": llm.tokenize(data, add_bos=bool(request["first"]), special=True)}
+    if op == "eot":
+        eot = llm.token_eos()
+        return {"id": eot, "text": llm.detokenize([eot], special=True).decode(errors="replace")}
+    if op == "decode":
+        return {"text": llm.detokenize(request["ids"], special=True).decode(errors="replace")}
+    return _sample(llm, request, grammar)
+
+
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
     from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -59,6 +133,8 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
             return {"error": "grammar", "message": str(e)}
     _simulated_crash()
     try:
+        if "op" in request:
+            return {"result": _op(request, grammar)}
         llm = _model(request["load"])
         result = llm.create_chat_completion(
             messages=request["chat"], grammar=grammar, **request["params"]

@@ -95,7 +95,14 @@ class OpenAIAdapter:
     def _body(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: GenerateConfig
     ) -> dict[str, Any]:
-        wire = wire_messages(messages, self.capabilities, self.name, files=True)
+        wire = wire_messages(
+            messages,
+            self.capabilities,
+            self.name,
+            files=True,
+            text_parts=config.text_parts,
+            audio_url=config.audio_url,
+        )
         body: dict[str, Any] = {"model": self.model_id, "messages": wire}
         if tools and self.capabilities.tool_calls:
             body["tools"] = wire_tools(tools)

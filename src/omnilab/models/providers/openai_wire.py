@@ -114,10 +114,14 @@ def _audio_wire(path: Path | None, data: bytes | None, fmt: str) -> dict[str, An
     return {"type": "input_audio", "input_audio": {"data": payload, "format": fmt}}
 
 
-def _audio_part(part: Audio, caps: Capabilities, model: str) -> dict[str, Any]:
+def _audio_part(part: Audio, caps: Capabilities, model: str, as_url: bool) -> dict[str, Any]:
     if not caps.audio:
         raise _unsupported(model, "audio", part.name, "audio")
-    fmt = _AUDIO_FORMATS.get(part.guess_mime("application/octet-stream"))
+    mime = part.guess_mime("application/octet-stream")
+    fmt = _AUDIO_FORMATS.get(mime)
+    if fmt is not None and part.start is None and part.end is None and as_url:
+        kind = "audio/wav" if fmt == "wav" else mime  # data:audio/wav;base64,... for a WAV
+        return {"type": "audio_url", "audio_url": {"url": _url(kind, part.path, part.data)}}
     if fmt is not None and part.start is None and part.end is None:
         return _audio_wire(part.path, part.data, fmt)
     if part.path is None:
@@ -204,7 +208,9 @@ def _document_part(part: Document, caps: Capabilities, model: str) -> dict[str, 
     return {"type": "text", "text": f"[document {part.name}]\n{text}"}
 
 
-def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]:
+def _part(
+    part: Content, caps: Capabilities, model: str, audio_url: bool = False
+) -> list[dict[str, Any]]:
     if isinstance(part, Text):
         return [{"type": "text", "text": part.text}]
     # Here, not at the top: importing the media package loads PyAV, which a text-only run (and
@@ -215,7 +221,7 @@ def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]
         if isinstance(part, Image):
             return [_image_part(part, caps, model)]
         if isinstance(part, Audio):
-            return [_audio_part(part, caps, model)]
+            return [_audio_part(part, caps, model, audio_url)]
         if isinstance(part, Video):
             return _video_parts(part, caps, model)
         return [_document_part(part, caps, model)]
@@ -225,35 +231,48 @@ def _part(part: Content, caps: Capabilities, model: str) -> list[dict[str, Any]]
         raise ProviderError(ErrorKind.MEDIA, f"cannot read {part.type}: {e}") from None
 
 
-def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _content(parts: list[dict[str, Any]], *, as_parts: bool = False) -> str | list[dict[str, Any]]:
     # Plain strings where possible: some servers (older llama.cpp, Ollama) only take strings.
-    if all(p["type"] == "text" for p in parts):
+    if not as_parts and all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)
     return parts
 
 
 def wire_messages(
-    messages: Sequence[Message], caps: Capabilities, model: str, *, files: bool = False
+    messages: Sequence[Message],
+    caps: Capabilities,
+    model: str,
+    *,
+    files: bool = False,
+    text_parts: bool = False,
+    audio_url: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``messages`` field of a chat-completions request.
 
     With ``files``, media payloads read from files stay :class:`FileData` references, for
     :func:`~omnilab.models.providers.wire_body.stream_body` to read while sending; without it
-    they are the text itself.
+    they are the text itself. With ``text_parts`` a system or user message of text only keeps
+    its parts as a list (``GenerateConfig.text_parts``) instead of one string; with
+    ``audio_url`` a whole WAV or MP3 goes as vLLM's ``audio_url`` data URL
+    (``GenerateConfig.audio_url``) instead of ``input_audio``.
     """
-    wire = _wire_messages(messages, caps, model)
+    wire = _wire_messages(messages, caps, model, text_parts, audio_url)
     return wire if files else materialize(wire)
 
 
 def _wire_messages(
-    messages: Sequence[Message], caps: Capabilities, model: str
+    messages: Sequence[Message],
+    caps: Capabilities,
+    model: str,
+    text_parts: bool = False,
+    audio_url: bool = False,
 ) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     # User turns with the media of tool results wait until the run of tool messages ends: the
     # API wants every tool message right after the assistant message that made the calls.
     media_turns: list[dict[str, Any]] = []
     for message in messages:
-        parts = [w for p in message.content for w in _part(p, caps, model)]
+        parts = [w for p in message.content for w in _part(p, caps, model, audio_url)]
         if message.role == "tool" and caps.tool_media:
             wire.append(_tool_entry(message, _content(parts)))
             continue
@@ -269,7 +288,11 @@ def _wire_messages(
             continue
         wire += media_turns
         media_turns = []
-        entry: dict[str, Any] = {"role": message.role, "content": _content(parts)}
+        as_parts = text_parts and message.role in ("system", "user")
+        entry: dict[str, Any] = {
+            "role": message.role,
+            "content": _content(parts, as_parts=as_parts),
+        }
         if message.role == "assistant" and message.tool_calls:
             entry["content"] = _content(parts) or None
             entry["tool_calls"] = [

@@ -1,0 +1,122 @@
+"""Token-in/token-out calls to an OpenAI-compatible server (vLLM, SGLang), the chat template
+applied on the client side.
+
+The policy's tokenizer (a Hugging Face tokenizer or any
+:class:`~omnilab.models.tokens.TokenBackend`) renders the conversation and
+:class:`~omnilab.models.token_adapter.TokenAdapter` keeps it one growing sequence; the ids go to
+the server's ``/completions`` with the prompt as a list of token ids, asking for the sampled ids
+(vLLM's ``return_token_ids``; its ``return_tokens_as_token_ids`` logprob tokens ``token_id:N``
+are read too) and one logprob per sampled token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
+from omnilab.models.providers.openai import OpenAIAdapter
+from omnilab.models.providers.openai_http import ChatHTTP, HTTPStatusError
+from omnilab.models.token_adapter import HFTokenizer, TokenAdapter
+from omnilab.models.tokens import Sampled, TokenBackend
+from omnilab.models.types import GenerateConfig
+
+__all__ = ["ServerTokenAdapter", "exact"]
+
+
+def _sampled(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
+    logprobs = choice.get("logprobs") or {}
+    values = [float(v) if v is not None else 0.0 for v in logprobs.get("token_logprobs") or []]
+    ids = choice.get("token_ids")
+    if ids is None:
+        tokens = logprobs.get("tokens") or []
+        if not all(isinstance(t, str) and t.startswith("token_id:") for t in tokens):
+            raise ProviderError(
+                ErrorKind.BAD_REQUEST,
+                "the server returned no token ids (vLLM: return_token_ids, or "
+                "return_tokens_as_token_ids with logprobs)",
+            )
+        ids = [int(t.split(":", 1)[1]) for t in tokens]
+    ids = [int(t) for t in ids]
+    if len(values) != len(ids):
+        raise ProviderError(
+            ErrorKind.BAD_REQUEST,
+            f"the server returned {len(ids)} token ids but {len(values)} logprobs",
+        )
+    return ids, values
+
+
+class ServerTokenAdapter(TokenAdapter):
+    """An OpenAI-compatible endpoint called with token ids through ``/completions``."""
+
+    def __init__(self, plain: OpenAIAdapter, backend: TokenBackend) -> None:
+        super().__init__(backend)
+        self.plain = plain
+        self.capabilities = plain.capabilities
+        self.endpoint = plain.endpoint
+        self.secrets = plain.secrets
+        self._http = ChatHTTP(plain.base_url, plain._api_key)
+        self._http.url = plain.base_url.rstrip("/") + "/completions"
+
+    def _body(self, ids: list[int], config: GenerateConfig) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.plain.model_id,
+            "prompt": ids,
+            "logprobs": 0,
+            "return_token_ids": True,
+            "return_tokens_as_token_ids": True,
+            "skip_special_tokens": False,
+        }
+        for field in ("temperature", "top_p", "max_tokens", "stop", "seed"):
+            value = getattr(config, field)
+            if value is not None:
+                body[field] = value
+        body.update(config.extra_body)
+        return body
+
+    async def sample(self, ids: list[int], config: GenerateConfig) -> Sampled:
+        """One ``/completions`` request with a token-id prompt."""
+        try:
+            reply = await self._http.post(
+                self._body(ids, config), timeout_s=config.timeout_s or 120.0
+            )
+        except HTTPStatusError as e:
+            raise ProviderError(
+                ErrorKind.BAD_REQUEST, f"/completions refused: {e.detail()}"
+            ) from None
+        if not isinstance(reply, dict) or not reply.get("choices"):
+            raise ProviderError(ErrorKind.SERVER, "the server's /completions reply has no choices")
+        choice = reply["choices"][0]
+        sampled, logprobs = _sampled(choice)
+        return Sampled(sampled, logprobs, str(choice.get("finish_reason") or "stop"))
+
+
+def _hf_tokenizer(model: str, name: str) -> Any:
+    try:
+        from transformers import AutoTokenizer  # optional: omnilab[train]
+    except ImportError:
+        raise ModelConfigError(
+            model,
+            "a token-exact server call needs the policy's tokenizer (transformers)",
+            advice="pip install 'omnilab[train]', or pass tokenizer= to token_exact",
+        ) from None
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as e:
+        raise ModelConfigError(
+            model, f"cannot load the tokenizer {name!r} ({e})", advice="pass tokenizer="
+        ) from None
+
+
+def exact(plain: Any, tokenizer: Any = None) -> ServerTokenAdapter:
+    """The token-exact twin of an OpenAI-compatible adapter; ``tokenizer`` is a
+    :class:`~omnilab.models.tokens.TokenBackend`, a Hugging Face tokenizer, or the name or
+    folder of one (loaded with ``transformers.AutoTokenizer``)."""
+    if not isinstance(plain, OpenAIAdapter):
+        raise TypeError(f"not an OpenAI-compatible adapter: {type(plain).__name__}")
+    if tokenizer is None:
+        tokenizer = plain.model_id
+    if isinstance(tokenizer, str):
+        tokenizer = HFTokenizer(_hf_tokenizer(plain.name, tokenizer), tokenizer)
+    elif not hasattr(tokenizer, "render"):
+        tokenizer = HFTokenizer(tokenizer)
+    return ServerTokenAdapter(plain, tokenizer)

