@@ -122,3 +122,38 @@ def project_parent_and_edit(ctx: Ctx) -> Verdict:
         except ConfigError as e:
             return "changed since it was trusted" in str(e), "the edit undid the trust"
     return False, "the edited file's sandbox setting was taken"
+
+
+@attack("an $OMNILAB_CONFIG or user config another user can change sets the process level", ALL)
+def foreign_trusted_file(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: the trusted files are trusted for who wrote them. One that another
+    user can write, or one in their folder (``sudo -E`` keeps the caller's XDG_CONFIG_HOME),
+    must not choose root's isolation level."""
+    risky = '[sandbox]\nisolation = "process"\nunsafe_process_as_root = true\n'
+    with clone(ctx, "") as folder:
+        shared = folder.parent / "shared"
+        shared.mkdir()
+        config = shared / "omnilab.toml"
+        config.write_text(risky)
+        config.chmod(0o666)
+        os.environ["OMNILAB_CONFIG"] = str(config)
+        try:
+            get_settings.cache_clear()
+            Settings()
+            return False, "a world-writable $OMNILAB_CONFIG chose the process level"
+        except ConfigError:
+            pass
+        finally:
+            os.environ.pop("OMNILAB_CONFIG", None)
+        own = Path(os.environ["XDG_CONFIG_HOME"]) / "omnilab"
+        own.mkdir(parents=True)
+        (own / "omnilab.toml").write_text(risky)
+        if os.geteuid() == 0:
+            os.chown(own / "omnilab.toml", 65534, 65534)  # the sudo caller's file
+        else:
+            (own / "omnilab.toml").chmod(0o666)
+        try:
+            Settings()
+        except ConfigError:
+            return True, "both refused"
+        return False, "another user's config file chose the process level"
