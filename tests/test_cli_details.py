@@ -122,3 +122,17 @@ def test_offline_suite_runs_are_labelled_offline_suite(
     board = runner.invoke(app, ["leaderboard", str(run)], terminal_width=300)
     assert board.exit_code == 0, board.output
     assert "offline-suite" in board.output and "jsonl" not in board.output
+
+
+def test_help_shows_no_type_after_flags(tmp_path: Path) -> None:
+    """Issue 44.22: typer wrote ``<bool>`` after every flag (``--check <bool>``)."""
+    import os
+
+    env = {**os.environ, "COLUMNS": "160"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "omnilab", "export", "rl", "--help"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "--check" in proc.stdout and "<bool>" not in proc.stdout
+    assert "<path>" in proc.stdout  # options that take a value keep their type

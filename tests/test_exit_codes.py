@@ -200,3 +200,20 @@ def test_which_errors_are_model_failures() -> None:
     unknown = ModelConfigError("nope:x", "unknown provider")
     assert not unknown.model_failure and not _stop("stopped at task t1", unknown).model_failure
     assert not InputUnreadableError("x").model_failure  # bad input: exit 1
+
+
+def test_evaluation_docs_give_the_dead_endpoint_its_exit_status() -> None:
+    """Issue 44.7: docs/evaluation.md said a dead endpoint exits 1; it exits 4 (model failure)."""
+    from omnilab.bench.endpoint_guard import EndpointDownError
+
+    assert EndpointDownError("down").model_failure
+    text = (DOCS.parent / "evaluation.md").read_text(encoding="utf-8")
+    bullet = text.split("**A dead endpoint stops the run.**", 1)[1].split("\n- ", 1)[0]
+    assert f"exit {int(ExitCode.MODEL_FAILURE)})" in bullet and "exit 1" not in bullet
+
+
+def test_an_unknown_provider_is_said_before_any_header(video: Path, tmp_path: Path) -> None:
+    """Issue 44.22: the question's rule and the run header were printed above the error."""
+    proc = omnilab("ask", video, "Which colour is the ball?", "--model", "nope:x", cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
+    assert "nope" in proc.stderr and "Which colour is the ball?" not in proc.stdout + proc.stderr

@@ -423,6 +423,7 @@ def test_omnilab_eval_runs_plugin_kinds_by_name(
     model = _script(tmp_path, SHOUT_THEN_ANSWER)
     out = tmp_path / "run"
     args = ["eval", "fake", "--data", str(data), "--agent", "loud", "--model", model]
+    args += ["--media-root", str(image_file.parent)]
     args += ["--tools", f"shout,{PLUGIN}:count_inputs_tool", "--scorer", "always"]
     args += ["--backend", "fake", "--out", str(out), "--no-progress"]
     result = CliRunner().invoke(app, args)

@@ -28,6 +28,16 @@ GUARDED = (
     "media/_open.py",
     "media/probe.py",
     "media/image.py",
+    # Paths named by data (issue 42): every dataset adapter's file list, the tasks and inputs
+    # made from it; such a path is a DataPath opened beneath its root (omnilab._datapath).
+    "bench/datasets/_common.py",
+    "bench/datasets/omnigaia.py",
+    "bench/datasets/omniagent.py",
+    "bench/datasets/mcq.py",
+    "bench/datasets/jsonl.py",
+    "bench/datasets/deepsearch.py",
+    "bench/task.py",
+    "inputs.py",
 )
 # Calls that read or walk a path (by the name called, however it is reached).
 READS = frozenset(
@@ -51,6 +61,12 @@ READS = frozenset(
 )
 # The few that are not reads of a workspace path, each with why.
 ALLOWED = {
+    # The dataset file itself is the operator's (--data), not a path the data names.
+    ("bench/datasets/_common.py", "path.read_text(encoding='utf-8-sig')"),
+    # Names only (the media root's files by name); each is then checked by _wsread.regular_file.
+    ("bench/datasets/_common.py", "root.rglob('*')"),
+    # A path the user typed (omnilab ask FILE); one under a marked folder is never resolved.
+    ("inputs.py", "path.is_file()"),
     # Content.read_bytes goes through _wsread itself; a clip comes from the media cache.
     ("models/providers/openai_wire.py", "part.read_bytes()"),
     ("models/providers/openai_wire.py", "cut.read_bytes()"),

@@ -22,6 +22,7 @@ FAMILIES = (
     "servers",
     "run_folders",
     "totals_and_users",
+    "data_paths",
 )
 """The family modules, in the table's order (a new family is added here)."""
 

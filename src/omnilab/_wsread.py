@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from omnilab._datapath import DataPath
+
 if TYPE_CHECKING:
     from PIL import Image as PILImage
 
@@ -210,22 +212,26 @@ def open_dir(
 
 
 def open_file(
-    path: Path | str, *, root: Path | str | None = None, max_bytes: int | None = None
+    path: Path | str | DataPath, *, root: Path | str | None = None, max_bytes: int | None = None
 ) -> tuple[int, os.stat_result]:
     """An open descriptor of the regular file ``path`` and its ``fstat``.
 
-    With ``root`` (or when ``path`` lies in a folder marked untrusted), ``path`` (relative to
-    ``root``, or absolute inside it) is opened beneath it without following any link. Otherwise
+    A :class:`~omnilab._datapath.DataPath` (a path named by data) is always opened beneath its
+    root without following any link. With ``root`` (or when ``path`` lies in a folder marked
+    untrusted), ``path`` (relative to ``root``, or absolute inside it) is opened beneath it
+    without following any link. Otherwise
     links are followed (a user's own files) but a FIFO or device is still refused. Raises
     :class:`UnsafeFileError` with a one-line reason.
     """
-    name = str(path)
     rel: str | None = None
-    if root is None:
+    if isinstance(path, DataPath):
+        name, root, rel = str(path.shown()), path.root, path.rel
+    elif root is None:
+        name = str(path)
         found = untrusted_root(name)
         if found is not None:
             root, rel = found
-    elif name.startswith("/"):
+    elif (name := str(path)).startswith("/"):
         top = os.path.abspath(root)  # noqa: PTH100 - lexical
         full = os.path.abspath(name)  # noqa: PTH100
         if not full.startswith(top.rstrip("/") + "/"):
@@ -233,6 +239,10 @@ def open_file(
         rel = full[len(top.rstrip("/")) + 1 :]
     else:
         rel = name
+    return _checked(_open_named(name, root, rel), name, max_bytes)
+
+
+def _open_named(name: str, root: Path | str | None, rel: str | None) -> int:
     try:
         if root is None or rel is None:
             fd = os.open(name, _FILE & ~os.O_NOFOLLOW)
@@ -249,6 +259,10 @@ def open_file(
         raise
     except OSError as exc:
         raise _why(exc, name) from None
+    return fd
+
+
+def _checked(fd: int, name: str, max_bytes: int | None) -> tuple[int, os.stat_result]:
     st = os.fstat(fd)
     problem = None
     if not stat.S_ISREG(st.st_mode):
@@ -266,7 +280,10 @@ def _size(n: int) -> str:
 
 
 def read_bytes(
-    path: Path | str, *, root: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    path: Path | str | DataPath,
+    *,
+    root: Path | str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> bytes:
     """The bytes of the regular file ``path`` (rules of :func:`open_file`), at most
     ``max_bytes`` (a file that grows past it while read is refused too)."""
@@ -282,7 +299,7 @@ def read_bytes(
     return data
 
 
-def regular_file(path: Path | str, *, root: Path | str | None = None) -> bool:
+def regular_file(path: Path | str | DataPath, *, root: Path | str | None = None) -> bool:
     """Whether ``path`` is a regular file :func:`open_file` would open (``Path.is_file`` for
     paths that may lie in a workspace)."""
     try:
@@ -294,7 +311,7 @@ def regular_file(path: Path | str, *, root: Path | str | None = None) -> bool:
 
 
 def copy_to(
-    path: Path | str,
+    path: Path | str | DataPath,
     target: IO[bytes],
     *,
     root: Path | str | None = None,
@@ -373,7 +390,7 @@ def check_pixels(image: PILImage.Image, name: str, max_pixels: int = MAX_PIXELS)
 
 
 def open_image(
-    source: Path | str | bytes,
+    source: Path | str | bytes | DataPath,
     *,
     root: Path | str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -389,7 +406,8 @@ def open_image(
     if isinstance(source, bytes):
         data, label = source, name or f"image ({len(source)} bytes)"
     else:
-        data, label = read_bytes(source, root=root, max_bytes=max_bytes), name or str(source)
+        shown = source.shown() if isinstance(source, DataPath) else source
+        data, label = read_bytes(source, root=root, max_bytes=max_bytes), name or str(shown)
     with warnings.catch_warnings():
         # Pillow's own bomb check warns (or raises past twice its limit); ours decides.
         warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omnilab._ownfolders import new_folder, private_folder
 from omnilab._private_paths import add_private_paths
 from omnilab.agents.base import (
     Agent,
@@ -53,12 +54,14 @@ class AskResult:
 
 
 def new_run_dir(root: str | Path | None = None) -> Path:
-    """A fresh folder under ``root`` (default ``agents.runs_dir``) named ``<time>-<id>``."""
+    """A fresh folder (0700) under ``root`` (default ``agents.runs_dir``) named
+    ``<time>-<id>``; :class:`~omnilab._ownfolders.UnsafeFolderError` (one line) when ``root`` is a
+    link or another user's folder."""
+    given = root is not None
     base = Path(root) if root is not None else get_settings().agents.runs_dir
+    base = private_folder(base, what="runs folder" if given else "agents.runs_dir")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder = base.expanduser() / f"{stamp}-{uuid.uuid4().hex[:6]}"
-    folder.mkdir(parents=True, exist_ok=False)
-    return folder
+    return new_folder(base, f"{stamp}-{uuid.uuid4().hex[:6]}")
 
 
 def _model(model: str | Model | None) -> Model:
@@ -158,9 +161,9 @@ async def ask_async(
         max_tokens=max_tokens,
         max_seconds=max_seconds,
     )
-    folder = Path(run_dir) if run_dir is not None else new_run_dir()
+    folder = private_folder(run_dir, what="run_dir") if run_dir is not None else new_run_dir()
     workspace = folder / "workspace"
-    workspace.mkdir(parents=True, exist_ok=True)
+    workspace.mkdir(exist_ok=True)
     # This run's folder and the runs beside it: hidden from its sandboxes wherever they lie.
     add_private_paths(folder, folder.parent)
     path = folder / "trajectory.jsonl"

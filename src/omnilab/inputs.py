@@ -9,12 +9,15 @@ list (:meth:`InputSet.resolve`). Anything else, a path above all, is refused wit
 from __future__ import annotations
 
 import mimetypes
+import os
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from omnilab import _wsread
+from omnilab._datapath import DataPath
 from omnilab.content import Audio, Document, Image, MediaContent, Video
 from omnilab.errors import OmnilabError
 
@@ -68,6 +71,30 @@ class InputFile(BaseModel):
     renamed_from: str | None = None
     """The id the dataset gave this file when another input of the task already had it (the
     file then got a suffixed id, see :func:`unique_ids`)."""
+    root: Path | None = Field(default=None, exclude=True)
+    """The folder the data declared ``path`` beneath (a dataset's media root): the file is then
+    opened beneath it through no link (:attr:`source`). ``None``: the user's own file."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        """A file beneath a declared root: every read under that root (probe, decode, staging)
+        follows the no-link rules in this process."""
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Unpickled in a worker process (the process and Ray backends): the rule comes along.
+        super().__setstate__(state)
+        if self.root is not None:
+            _wsread.mark_untrusted(self.root)
+
+    @property
+    def source(self) -> DataPath | Path:
+        """What to open: a :class:`~omnilab._datapath.DataPath` beneath :attr:`root` (for
+        :mod:`omnilab._wsread` only), or the user's own :attr:`path`."""
+        if self.root is None:
+            return self.path
+        rel = self.path.relative_to(self.root).as_posix()  # made as root / rel
+        return DataPath.beneath(self.root, rel, item=f"input {self.id}")
 
     def probe(self) -> MediaInfo:
         """The file's media facts; an error names the id and file name, never the path (its
@@ -192,14 +219,18 @@ class InputSet:
         files: list[InputFile] = []
         for given in paths:
             path = Path(given).expanduser()
-            if not path.is_file():
+            if _wsread.untrusted_root(path) is not None:
+                # Named by data (a request, a dataset): kept beneath its root, never resolved
+                # through a link, and checked by the no-follow rules.
+                path = Path(os.path.abspath(path))  # noqa: PTH100 - lexical
+            elif path.is_file():
+                path = path.resolve()
+            if not _wsread.regular_file(path):
                 raise InputMissingError(f"input file not found: {given} (check the path)")
             kind = _detect_kind(path)
             counts[kind] = counts.get(kind, 0) + 1
             files.append(
-                InputFile(
-                    id=f"{kind}_{counts[kind]}", kind=kind, path=path.resolve(), given=str(given)
-                )
+                InputFile(id=f"{kind}_{counts[kind]}", kind=kind, path=path, given=str(given))
             )
         return cls(files)
 

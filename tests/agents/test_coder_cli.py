@@ -80,6 +80,8 @@ def test_eval_resumes_and_score_prints_rewards(tmp_path: Path, video: Path) -> N
         f"scripted:{script}",
         "--out",
         tmp_path / "ev",
+        "--media-root",
+        video.parent,  # the session's video, named by its absolute path
     )
     invoke(*args)
     assert "1 were done before" in invoke(

@@ -145,6 +145,8 @@ def test_omnilab_score_with_the_process_judge(tmp_path: Path, video: Path) -> No
         f"scripted:{agent}",
         "--out",
         str(out),
+        "--media-root",
+        str(video.parent),  # the session's video, named by its absolute path
     ]
     assert runner.invoke(app, args).exit_code == 0
     result = runner.invoke(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,15 @@ def _agent_script(path: Path, answer: str) -> str:
 
 def _data(tmp_path: Path, video: Path) -> Path:
     data = tmp_path / "calib.jsonl"
-    row = {"id": "purple", "question": QUESTION, "video": str(video), "answers": ["fifty"]}
+    # The video beneath the data file's folder (its media root), named relative to it.
+    (tmp_path / "media").mkdir(exist_ok=True)
+    shutil.copyfile(video, tmp_path / "media" / video.name)
+    row = {
+        "id": "purple",
+        "question": QUESTION,
+        "video": f"media/{video.name}",
+        "answers": ["fifty"],
+    }
     data.write_text(json.dumps(row) + "\n")
     return data
 

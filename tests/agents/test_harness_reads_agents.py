@@ -140,7 +140,7 @@ def test_report_never_copies_a_planted_perception_link(
         Audio(path=gone / "clip.wav"),  # copied as it is, never decoded
         Image(path=ws / "views" / "frame.jpg"),  # at its own path, through a linked folder
     ]
-    with MediaCopier(report) as copier:
+    with MediaCopier(report, roots=(tmp_path,)) as copier:
         refs = [copier.ref(p, search=(ws,)) for p in parts]
     assert all(ref.src is None for ref in refs), refs
     copied = (

@@ -120,7 +120,7 @@ def test_example_runs_through_omnilab_eval(react: str, tmp_path: Path, image_fil
     out = tmp_path / "eval"
     cli(
         "eval", "omnigaia", "--data", data, "--agent", react, "--model", model,
-        "--judge", judge, "--out", out, "--no-progress",
+        "--judge", judge, "--out", out, "--no-progress", "--media-root", image_file.parent,
     )  # fmt: skip
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(results) == 3 and all(r["prediction"] == "blue" for r in results), results

@@ -214,6 +214,9 @@ def test_cancelled_run_still_ends_its_trajectory(tmp_path: Path) -> None:
     saved = read_trajectory(path)
     assert saved.status == "error"
     assert any(isinstance(e, ErrorEvent) and e.error_kind == "cancelled" for e in saved.events)
+    # issue 44.22: a sentence, not the exception's repr
+    (stopped,) = [e for e in saved.events if isinstance(e, ErrorEvent)]
+    assert stopped.message == "the run was stopped before it finished"
 
 
 def test_concurrent_runs_on_one_model_keep_their_own_events(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from omnilab import _wsread
 from omnilab.agents import AgentContext, AgentTask, Budgets
 from omnilab.agents.session import AgentRun
 from omnilab.agents.view_check import vet_views
-from omnilab.agents.views import place_view
+from omnilab.agents.view_files import place_view
 from omnilab.content import Image, Text
 from omnilab.models import Message
 from omnilab.models.capabilities import Capabilities

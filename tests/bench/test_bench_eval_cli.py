@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,15 +33,21 @@ def label(n: int) -> str:
 
 
 def write_dataset(folder: Path, media: dict[str, Path], n: int) -> Path:
+    # The media beneath the dataset's folder (its default media root), named relative to it.
+    (folder / "media").mkdir(exist_ok=True)
+    rel = {}
+    for kind, source in media.items():
+        shutil.copyfile(source, folder / "media" / source.name)
+        rel[kind] = f"media/{source.name}"
     items = []
     for i in range(n):
         if i % 2 == 0:
             inputs = [
-                {"type": "image", "id": "image_1", "path": str(media["image"])},
-                {"type": "audio", "id": "audio_1", "path": str(media["audio"])},
+                {"type": "image", "id": "image_1", "path": rel["image"]},
+                {"type": "audio", "id": "audio_1", "path": rel["audio"]},
             ]
         else:
-            inputs = [{"type": "video", "id": "video_1", "path": str(media["video"])}]
+            inputs = [{"type": "video", "id": "video_1", "path": rel["video"]}]
         items.append(
             {
                 "id": f"q{i}",
@@ -56,7 +63,7 @@ def write_dataset(folder: Path, media: dict[str, Path], n: int) -> Path:
     return path
 
 
-def write_script(path: Path, steps: list[object]) -> str:
+def write_script(path: Path, steps: object) -> str:
     path.write_text(json.dumps(steps), encoding="utf-8")
     return f"scripted:{path}"
 
@@ -287,3 +294,60 @@ def test_score_under_the_reference_rules(finished_run: Path, tmp_path: Path) -> 
     assert ref["summary"]["pass_at_1"]["correct"] == 6
     assert ref["summary"]["rules"]["reference"]["correct"] == 6
     assert "use strict or reference" in failure("score", finished_run, "--rules", "lenient")
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path: Path, media: dict[str, Path]) -> None:
+    """Issue 44.14: ``kill PID`` (SIGTERM) exits 130 with the resume line, and the in-flight
+    trajectories end with ``run_end``, as Ctrl-C does."""
+    data = write_dataset(tmp_path, media, 2)
+    model = write_script(tmp_path / "agent.json", [{"timeout": True, "seconds": 60}] * 4)
+    judge = write_script(tmp_path / "judge.json", ["Incorrect"] * 2)
+    out = tmp_path / "run"
+    proc = start(*eval_args(data, model, judge, out), "--concurrency", "2", "--no-progress")
+    deadline = time.monotonic() + 60
+    files: list[Path] = []
+    while time.monotonic() < deadline:  # both tasks are waiting on their model call
+        files = list((out / "trajectories").glob("*.jsonl"))
+        if len(files) == 2 and all("run_start" in f.read_text() for f in files):
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(0.5)  # into the hanging model calls
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"omnilab eval --out {out} --resume" in err and "Traceback" not in err
+    assert len(files) == 2
+    for f in files:
+        assert read_trajectory(f).run_end is not None, f.read_text()
+
+
+def test_a_rescoring_keeps_the_scorers_spelling(finished_run: Path) -> None:
+    """Issue 44.20: ``score --scorer answer_in_reply`` is read back by ``--scores
+    answer_in_reply``; a file an older version wrote (answer-in-reply) still is."""
+    out = cli("score", finished_run, "--scorer", "answer_in_reply")
+    assert f"omnilab metrics {finished_run} --scores answer_in_reply" in " ".join(out.split())
+    assert (finished_run / "scores" / "answer_in_reply.jsonl").is_file()
+    assert json.loads(cli("metrics", finished_run, "--scores", "answer_in_reply", "--json"))
+    (finished_run / "scores" / "answer_in_reply.jsonl").rename(
+        finished_run / "scores" / "answer-in-reply.jsonl"
+    )
+    assert json.loads(cli("metrics", finished_run, "--scores", "answer_in_reply", "--json"))
+
+
+def test_a_stopped_analysis_keeps_its_labels(finished_run: Path, tmp_path: Path) -> None:
+    """Issue 44.15: labels are saved as they come; a rerun by the same analyst asks only for
+    the tasks not labelled yet, and the partial file goes once analysis.json is written."""
+    reply = json.dumps({"categories": ["Reasoning Error"], "explanation": "red is not blue"})
+    # the first analyst answers once, then its key is refused: the analysis stops
+    first = write_script(tmp_path / "analyst.json", {"outputs": [reply, {"error": 401}]})
+    stopped = runner.invoke(app, ["analyze", str(finished_run), "--analyst", first, "-c", "1"])
+    assert stopped.exit_code != 0
+    partial = finished_run / "analysis.partial.jsonl"
+    saved = [json.loads(line) for line in partial.read_text().splitlines()]
+    assert len(saved) == 1 and saved[0]["label"]["categories"] == ["Reasoning Error"]
+    # the same analyst again: one call left to make (its script holds just one reply)
+    write_script(tmp_path / "analyst.json", [reply])
+    cli("analyze", finished_run, "--analyst", first)
+    assert json.loads(RunDir(finished_run).analysis_file.read_text())["analysed"] == 2
+    assert not partial.exists()

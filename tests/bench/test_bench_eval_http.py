@@ -162,9 +162,10 @@ def test_show_prompt_prints_the_first_prompt_without_calling_the_model(
     data = write_tasks(tmp_path, 2, files=[str(image_file)])
     out = tmp_path / "run"
     with CountingServer() as server:
-        output = ok(*eval_args(data, server.base_url, out, "--show-prompt"))
+        root = ("--media-root", str(image_file.parent))
+        output = ok(*eval_args(data, server.base_url, out, "--show-prompt", *root))
         # A judged scorer needs no judge for a preview: nothing is scored.
-        args = eval_args(data, server.base_url, out, "--show-prompt")
+        args = eval_args(data, server.base_url, out, "--show-prompt", *root)
         args[args.index("answer_set")] = "omnigaia"
         monkeypatch.delenv("OMNILAB_BENCH__JUDGE_MODEL", raising=False)
         assert ok(*args).startswith("first prompt of task q0")

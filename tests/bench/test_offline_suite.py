@@ -116,3 +116,19 @@ def test_eval_offline_suite_end_to_end(suite: Path, tmp_path: Path) -> None:
     assert results["screen-word-1"].score is not None and results["screen-word-1"].score.correct
     assert results["screen-word-2"].score is not None and not results["screen-word-2"].score.correct
     assert (suite.parent / SUITE_FILE).is_file()
+
+
+def test_data_check_needs_no_data_for_the_suite(
+    suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44.19: ``omnilab data check offline-suite`` takes the suite as ``eval`` does."""
+    import omnilab.bench.offline_suite as offline
+
+    monkeypatch.setattr(offline, "default_folder", lambda: suite.parent)
+    from omnilab.cli.main import app
+
+    shown = CliRunner().invoke(app, ["data", "check", "offline-suite"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, (shown.output, shown.exception)
+    assert f"{len(suite_items())} tasks loaded" in shown.output
+    missing = CliRunner().invoke(app, ["data", "check", "jsonl"])
+    assert missing.exit_code != 0 and "needs its file" in str(missing.exception)

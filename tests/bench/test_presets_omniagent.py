@@ -56,6 +56,7 @@ def _eval(folder: Path, clip: Path, *extra: str) -> tuple[list[dict[str, Any]], 
             app,
             [
                 "eval", "omniagent", "--data", str(_data(folder, clip)), "--agent", "ota",
+                "--media-root", str(clip.parent),
                 "--model", f"vllm:agent@{fake.base_url}", "--out", str(out), "--no-cache",
                 "--no-progress", *extra,
             ],

@@ -185,3 +185,43 @@ def test_media_in_tool_results_follows_as_a_user_turn(
     assert [p["type"] for p in wire[3]["content"]] == ["text", "text", "image_url"]
     assert wire[3]["content"][1] == {"type": "text", "text": "cropped:"}
     assert json.dumps(wire[3]).count("call_1") == 1
+
+
+def test_a_server_crash_on_media_parts_is_unsupported_media(
+    server: FakeOpenAIServer, image_file: Path
+) -> None:
+    """Issue 44.10: llama-cpp-python's 500 for content parts a text chat format cannot join is
+    unsupported media: not retried, with the flags hint."""
+    crash = 'can only concatenate str (not "list") to str  File "/x/llama_chat_format.py"'
+    for _ in range(4):
+        server.push(reply_error(500, crash))
+    name = f"vllm:Qwen/Qwen2.5-VL-7B@{server.base_url}"
+    with pytest.raises(ModelError) as err:
+        get_model(name).generate_sync([Message.user("What?", Image(path=image_file))])
+    assert err.value.kind is ErrorKind.UNSUPPORTED_MEDIA and err.value.attempts == 1
+    assert len(server.chat_requests) == 1
+    assert "the server cannot read the request's media" in str(err.value)
+    assert "llama_chat_format" not in str(err.value) and "models.capabilities" in str(err.value)
+    assert err.value.model_failure  # it was sent: the endpoint refused it
+
+
+def test_media_refused_before_sending_is_bad_input(
+    server: FakeOpenAIServer, image_file: Path, tmp_path: Path
+) -> None:
+    """Issue 44.9: ``omnilab chat --image`` to a text-only model sent nothing: exit 1, not 4."""
+    import subprocess
+    import sys
+
+    name = f"vllm:meta-llama/Llama-3.1-8B@{server.base_url}"
+    with pytest.raises(ModelError) as err:
+        get_model(name).generate_sync([Message.user(Image(path=image_file))])
+    assert not err.value.model_failure
+    proc = subprocess.run(
+        [sys.executable, "-m", "omnilab", "chat", "Hi", "--image", str(image_file), "-m", name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "does not take image" in proc.stderr and server.chat_requests == []

@@ -71,3 +71,17 @@ def test_empty_and_missing_audio(mute_talk_video: Path) -> None:
     assert err.value.code is MediaErrorCode.NO_AUDIO_STREAM
     with pytest.raises(PerceptionError, match="unknown audio event tagger 'yamnet'"):
         audio_events(np.zeros(10, dtype=np.float32), backend="yamnet")
+
+
+@pytest.mark.parametrize("seconds", [0.6, 0.9])
+def test_a_short_phrase_in_a_quiet_clip_is_speech(
+    speech: NDArray[np.float32], seconds: float
+) -> None:
+    """Issue 44.21: a clip whose transcript is "Hello world." was all ``silence``: spans under a
+    second were merged away, speech among them."""
+    phrase = speech[3 * RATE : 3 * RATE + int(seconds * RATE)]
+    quiet = np.zeros(RATE // 2, dtype=np.float32)
+    events = audio_events(np.concatenate([quiet, phrase, quiet, quiet]))
+    spoken = [e for e in events if e.label == EventLabel.SPEECH]
+    assert spoken and spoken[0].start <= 0.5 and spoken[0].end >= 0.5 + seconds - 0.1, events
+    assert events[-1].label == EventLabel.SILENCE

@@ -62,6 +62,8 @@ def test_report_of_an_eval_run_shows_the_audio_the_agent_heard(
         "omnigaia",
         "--data",
         data,
+        "--media-root",
+        image_file.parent,  # where the session's media lie (their paths are absolute)
         "--agent",
         "tir",
         "--model",
@@ -75,7 +77,8 @@ def test_report_of_an_eval_run_shows_the_audio_the_agent_heard(
         "1",
     )
     out = tmp_path / "report"
-    printed = cli("report", run, "--out", out).strip()
+    # The audio the agent heard is the dataset's: shown when the operator names its folder.
+    printed = cli("report", run, "--out", out, "--media-root", image_file.parent).strip()
     assert printed == str(out / "index.html")
     index = (out / "index.html").read_text()
     assert "50.0%" in index and 'href="tasks/q0.html"' in index

@@ -76,7 +76,7 @@ def test_media_not_found_is_a_placeholder_and_saved_copies_are_found(tmp_path: P
     saved = tmp_path / "workspace" / "perception"
     saved.mkdir(parents=True)
     PILImage.new("RGB", (2000, 1000), "red").save(saved / "frame.png")
-    copier = MediaCopier(tmp_path / "out")
+    copier = MediaCopier(tmp_path / "out", roots=(tmp_path,))
     # The cache file is gone; the run's workspace kept a copy under the same name.
     found = copier.ref(Image(path=tmp_path / "cache" / "frame.png"), search=(saved.parent,))
     assert found.src is not None and found.thumb is not None
@@ -97,7 +97,7 @@ def test_a_truncated_image_gets_a_stand_in_instead_of_failing_the_report(tmp_pat
     PILImage.new("RGB", (640, 480), (10, 200, 30)).save(whole, format="PNG", compress_level=0)
     cut = tmp_path / "cut.png"
     cut.write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])  # header intact, pixels cut
-    copier = MediaCopier(tmp_path / "out")
+    copier = MediaCopier(tmp_path / "out", roots=(tmp_path,))
     ref = copier.ref(Image(path=cut))
     copier.close()  # raised OSError ("image file is truncated") before
     assert ref.src is not None and ref.thumb is not None

@@ -184,3 +184,21 @@ def test_a_client_that_leaves_mid_run_cancels_it(tmp_path: Path, image: Path) ->
             time.sleep(0.2)
         assert traj.run_end is not None and traj.status == "error"
         assert http.get("/v1/health").status_code == 200  # the server carries on
+
+
+def test_a_browser_opening_runs_gets_links_to_the_reports(tmp_path: Path) -> None:
+    """Issue 44.17: ``/v1/runs?token=...`` in a browser is an HTML index, not bare JSON; API
+    clients still get JSON."""
+    runs = tmp_path / "runs"
+    for name in ("20260101-000000-aaaa", "20260102-000000-bbbb"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "trajectory.jsonl").write_text("")
+    browser = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+    with serving(runs) as url:
+        page = httpx.get(f"{url}/v1/runs?token={TOKEN}", headers=browser)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert '<a href="/v1/runs/20260102-000000-bbbb/report/">' in page.text
+        assert page.text.index("bbbb") < page.text.index("aaaa")  # newest first
+        assert "set-cookie" in page.headers  # the links then open without the token
+        listed = httpx.get(f"{url}/v1/runs", headers=AUTH).json()
+        assert [r["run"] for r in listed] == ["20260101-000000-aaaa", "20260102-000000-bbbb"]

@@ -306,3 +306,33 @@ def test_deeply_nested_agent_options_get_a_400_not_a_500(tmp_path: Path) -> None
         text = json.dumps({"mode": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})
         reply = http.post("/v1/ask", data={"question": "q", "agent_options": text})
         assert "nested deeper" not in reply.text
+
+
+@pytest.mark.parametrize(
+    ("command", "named"), [(None, "omnilab serve"), ("omnilab mcp --http", "omnilab mcp --http")]
+)
+def test_the_401_names_the_command_that_printed_the_token(command: str | None, named: str) -> None:
+    """Issue 44.18: ``omnilab mcp --http``'s refusal named ``omnilab serve``."""
+    import asyncio
+
+    from omnilab.server.guard import Guard
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        raise AssertionError("a refused request reaches no app")
+
+    extra = {} if command is None else {"command": command}
+    guard = Guard(app, token="t" * 24, hosts=(), max_upload=1 << 20, **extra)  # type: ignore[arg-type]
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b""}
+
+    scope = {"type": "http", "method": "GET", "path": "/mcp", "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1:9")]}  # fmt: skip
+    asyncio.run(guard(scope, receive, send))  # type: ignore[arg-type]
+    assert sent[0]["status"] == 401
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")  # type: ignore[misc]
+    assert f"printed by {named} at start" in body.decode()

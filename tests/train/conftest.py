@@ -59,7 +59,7 @@ def tir_run(tmp_path: Path, image_file: Path) -> Path:
     cli(
         "eval", "omnigaia", "--data", data, "--agent", "tir", "--model", f"scripted:{script}",
         "--scorer", "answer_set", "--tools", "read_image", "--out", out,
-        "--concurrency", "1", "--no-cache", "--no-progress",
+        "--concurrency", "1", "--no-cache", "--no-progress", "--media-root", image_file.parent,
     )  # fmt: skip
     return out
 

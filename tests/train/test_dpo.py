@@ -209,3 +209,20 @@ def test_dpo_rows_break_no_trl_preference_rule() -> None:
     assert format_problems([bad], "trl-dpo") == [
         "row 1: chosen is not one assistant message; image parts and images entries differ in number"
     ]
+
+
+def test_a_failing_judge_is_said_once_and_an_empty_export_fails(
+    tmp_path: Path, test_tool: Tool
+) -> None:
+    """Issue 44.4: the judge's failure is on the console (once), an export that wrote nothing
+    because of it exits 4, and ``--check`` on the empty file says "0 rows"."""
+    run = _failed_run(tmp_path)
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"outputs": [{"error": 500}], "repeat": True}))
+    out = tmp_path / "pairs.jsonl"
+    args = ["export", "dpo", str(run), "--judge", f"scripted:{judge}", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--check"], env={"OMNILAB_MODELS__BACKOFF_S": "0"})
+    assert result.exit_code == 4, (result.output, result.exception)
+    assert result.output.count("the judge failed on 1 of 1 rollouts") == 1
+    assert "500" in result.output and out.read_text() == ""
+    assert "check: 0 rows" in result.output

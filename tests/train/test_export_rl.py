@@ -85,3 +85,86 @@ def test_bad_input_gets_one_line(ota_data: Path, tmp_path: Path) -> None:
     assert "is not a file" in rl(tmp_path / "none.jsonl", "verl", out, code=1)
     said = rl(ota_data, "verl", out, "--media-root", tmp_path / "elsewhere", code=1)
     assert "v.mp4" in said and not out.exists()
+
+
+def _mixed(tmp_path: Path, image_file: Path, video: Path, audio_file: Path, first: str) -> Path:
+    """An OmniGAIA file with an image item, a video item and an audio-only item, ``first`` first."""
+    files = {"image": image_file, "video": video, "audio": audio_file}
+    kinds = [first, *(k for k in files if k != first)]
+    items = [
+        {"id": f"{k}-item", "question": f"What is in the {k}?", "answer": "x",
+         "omni_modal_input": [{"type": k, "id": f"{k}_1", "path": str(files[k])}]}
+        for k in kinds
+    ]  # fmt: skip
+    data = tmp_path / f"mixed-{first}.json"
+    data.write_text(json.dumps(items), encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize("first", ["image", "video"])
+def test_verl_parquet_keeps_every_rows_media(
+    tmp_path: Path, image_file: Path, video: Path, audio_file: Path, first: str
+) -> None:
+    """Issue 44.1: the parquet's columns come from every row, not only the first."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    data = _mixed(tmp_path, image_file, video, audio_file, first)
+    out = tmp_path / "train.parquet"
+    said = cli(
+        "export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check"
+    )
+    assert "round trip: 3 rows read back unchanged" in said
+    rows = {r["extra_info"]["task_id"]: r for r in pq.read_table(out).to_pylist()}
+    assert rows["video-item"]["videos"] == [str(video.resolve())]
+    assert rows["image-item"]["images"] == [str(image_file.resolve())]
+    assert rows["video-item"]["images"] is None and rows["image-item"]["videos"] is None
+    assert rows["audio-item"]["audios"] == [str(audio_file.resolve())]
+
+
+def test_check_compares_every_row_and_counts_markers(tmp_path: Path) -> None:
+    """Issue 44.1: a row that reads back different, or whose markers and media differ, fails."""
+    pytest.importorskip("pyarrow")
+    from omnilab.bench.errors import BenchError
+    from omnilab.train.files import check_file, write_rows
+
+    def row(content: str, **media: list[str]) -> dict[str, Any]:
+        rm = {"style": "rule", "ground_truth": "x"}
+        prompt = [{"role": "user", "content": content}]
+        return {"data_source": "d", "prompt": prompt, "ability": "a", "reward_model": rm, **media}
+
+    out = tmp_path / "t.parquet"
+    good = [row("<image>q", images=["/a.png"]), row("<video>q", videos=["/b.mp4"])]
+    write_rows(good, out)
+    assert "round trip: 2 rows read back unchanged" in check_file(out, "verl", good)[0]
+    meant = [good[0], row("<video>q", videos=["/other.mp4"])]
+    with pytest.raises(BenchError, match="row 2 differs from what was written"):
+        check_file(out, "verl", meant)
+    bad = [row("<video>q")]
+    write_rows(bad, out)
+    with pytest.raises(BenchError, match="<video> markers and videos entries differ"):
+        check_file(out, "verl", bad)
+
+
+def test_verl_audio_only_item_is_audio(
+    tmp_path: Path, image_file: Path, video: Path, audio_file: Path
+) -> None:
+    """Issue 44.13: an audio-only item's file is ``extra_info.audio`` with an ``<audio>`` marker;
+    paths are absolute whatever the working folder."""
+    data = _mixed(tmp_path, image_file, video, audio_file, "audio")
+    out = tmp_path / "train.jsonl"
+    cli("export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check")
+    audio = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert audio["extra_info"]["video"] is None and audio["extra_info"]["audio"]
+    assert audio["prompt"][0]["content"].startswith("<audio>")
+    assert audio["audios"] == [str(audio_file.resolve())]
+    assert Path(audio["audios"][0]).is_absolute()
+
+
+def test_check_on_an_empty_file_says_0_rows(tmp_path: Path) -> None:
+    """Issue 44.4: ``--check`` on an empty export says so instead of a loader's StopIteration."""
+    from omnilab.train.files import check_file, write_rows
+
+    out = tmp_path / "empty.jsonl"
+    write_rows([], out)
+    assert any("0 rows" in line for line in check_file(out, "trl-dpo", []))

@@ -107,7 +107,7 @@ def test_taura_export_of_a_three_sample_run_matches_a_hand_computation(tmp_path:
     assert all(len(t.top_logprobs) in (1, 2) for s in stored for t in s or [])
     target = tmp_path / "groups.jsonl"
     output = ok("export", "rl-groups", run, "--out", target, "--advantage", "taura")
-    assert "wrote 3 trajectories in 1 groups (taura, reward score)" in output
+    assert "wrote 3 trajectories from 1 group (taura, reward score)" in output
     rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     assert [(r["sample"], r["reward"]) for r in rows] == [(0, 1.0), (1, 0.0), (2, 0.0)]
     # Eq. 3: rewards (1, 0, 0) -> A = (2/sqrt3, -1/sqrt3, -1/sqrt3) (sample std 1/sqrt3).
@@ -158,7 +158,7 @@ def test_grpo_gives_every_turn_the_trajectory_advantage(tmp_path: Path) -> None:
     run = plain_run(tmp_path, {"q0": "blue"}, ["blue", "red", "blue", "red"], samples=4)
     target = tmp_path / "g.jsonl"
     output = ok("export", "rl-groups", run, "--out", target)
-    assert "wrote 4 trajectories in 1 groups (grpo, reward score)" in output
+    assert "wrote 4 trajectories from 1 group (grpo, reward score)" in output
     rows = read_rows(target)
     # Rewards (1, 0, 1, 0): mean 0.5, sample std 1/sqrt3 -> A = +-sqrt3/2.
     half = math.sqrt(3) / 2
@@ -175,7 +175,9 @@ def test_gspo_drops_zero_variance_groups_and_says_so(tmp_path: Path) -> None:
     run = plain_run(tmp_path, {"q0": "blue", "q1": "red"}, ["blue", "blue", "red", "blue"], 2)
     target = tmp_path / "g.jsonl"
     output = ok("export", "rl-groups", run, "--out", target, "--advantage", "gspo")
-    assert "wrote 2 trajectories in 2 groups (gspo" in output and "1 groups dropped" in output
+    # issue 44.12: the rows come from the one group kept, of two
+    assert "wrote 2 trajectories from 1 group of 2 (gspo" in output
+    assert "1 group dropped" in output
     rows = read_rows(target)
     # q1: rewards (1, 0), sample std 1/sqrt2 -> A = +-1/sqrt2.
     assert [(r["task_id"], r["sample"]) for r in rows] == [("q1", 0), ("q1", 1)]
@@ -310,3 +312,12 @@ def test_trajectories_are_released_once_their_group_is_read(tmp_path: Path) -> N
     assert len(rows) == 4 and summary.groups == 2
     # Memory holds one group's trajectories at a time, not the whole run's.
     assert all("trajectory" not in r.__dict__ for r in records)
+
+
+def test_rl_groups_checks_itself(tmp_path: Path) -> None:
+    """Issue 44.11: ``export rl-groups --check`` reads the file back like every export."""
+    run = plain_run(tmp_path, {"q0": "blue"}, ["blue", "red"], samples=2)
+    target = tmp_path / "g.jsonl"
+    output = ok("export", "rl-groups", run, "--out", target, "--check")
+    assert "check: round trip: 2 rows read back unchanged" in output
+    assert "check: rl-groups rules: every row passes" in output

@@ -29,6 +29,7 @@ __all__ = [
     "AgentTask",
     "Budgets",
     "EventHook",
+    "TaskInputError",
 ]
 
 EventHook = Callable[[Event], None]
@@ -37,6 +38,12 @@ EventHook = Callable[[Event], None]
 
 class AgentConfigError(OmnilabError):
     """An agent was asked for something it cannot do (unknown tool, mode or option)."""
+
+
+class TaskInputError(AgentConfigError):
+    """One task's inputs do not suit the agent (``ota`` given no video or audio, an unreadable
+    file): that task fails (kind ``input``) and an evaluation goes on with the others. (An
+    :class:`AgentConfigError` for callers that catch those around a single run.)"""
 
 
 class AgentTask(BaseModel):

@@ -398,9 +398,11 @@ class AgentRun(ToolDispatch):
             self.emit(ErrorEvent(error_kind="model", message=str(e), details=details))
             status = "error"
         except (asyncio.CancelledError, Exception) as e:
-            kind = "cancelled" if isinstance(e, asyncio.CancelledError) else "internal"
+            cancelled = isinstance(e, asyncio.CancelledError)
+            kind = "cancelled" if cancelled else "internal"
             trace = "".join(traceback.format_exception(e))
-            self.emit(ErrorEvent(error_kind=kind, message=repr(e), details={"traceback": trace}))
+            message = "the run was stopped before it finished" if cancelled else repr(e)
+            self.emit(ErrorEvent(error_kind=kind, message=message, details={"traceback": trace}))
             self._end("error")
             raise
         self._end(status)

@@ -25,6 +25,7 @@ __all__ = [
     "ERROR_CATEGORIES",
     "AnalysisParseError",
     "ErrorAnalysis",
+    "LabelHook",
     "TaskErrorLabels",
     "analyze_errors",
     "default_trace",
@@ -46,6 +47,8 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _SETUP_ERRORS = frozenset({ErrorKind.AUTH, ErrorKind.NOT_FOUND})
 
 TraceFn = Callable[[TaskResult], str]
+LabelHook = Callable[["TaskErrorLabels", int, int], None]
+"""Called with each task's labels as they come, how many are done and how many there are."""
 
 
 class AnalysisParseError(ValueError):
@@ -189,11 +192,16 @@ async def analyze_errors(
     trace: TraceFn | None = None,
     concurrency: int = 4,
     config: GenerateConfig | None = None,
+    known: Mapping[tuple[str, int], TaskErrorLabels] | None = None,
+    on_label: LabelHook | None = None,
 ) -> ErrorAnalysis:
     """Label every failed result with the B.6 categories and count them, overall and by Level.
 
     ``tasks`` gives each result's task (by id); ``trace`` renders a result's execution trace
     (default: :func:`default_trace`). Correct and undecided results are skipped and counted.
+    ``known`` holds labels obtained before (an interrupted analysis, by ``(task_id, sample)``):
+    those without an error are reused, not asked again. ``on_label`` sees each task's labels as
+    they come (reused ones first).
     """
     by_id = tasks if isinstance(tasks, Mapping) else {t.id: t for t in tasks}
     skipped: Counter[str] = Counter()
@@ -212,9 +220,22 @@ async def analyze_errors(
     cfg = config or GenerateConfig(temperature=0.0)
     render_trace = trace or default_trace
 
+    reuse = {k: v for k, v in (known or {}).items() if v.error is None}
+    finished = 0
+
+    def told(label: TaskErrorLabels) -> TaskErrorLabels:
+        nonlocal finished
+        finished += 1
+        if on_label is not None:
+            on_label(label, finished, len(todo))
+        return label
+
     async def one(result: TaskResult, task: Task) -> TaskErrorLabels:
+        before = reuse.get(result.key)
+        if before is not None:
+            return told(before)
         async with limit:
-            return await _label(result, task, model, render_trace, cfg)
+            return told(await _label(result, task, model, render_trace, cfg))
 
     labels = list(await asyncio.gather(*(one(r, t) for r, t in todo)))
     done = [lab for lab in labels if lab.error is None]

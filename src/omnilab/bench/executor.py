@@ -18,7 +18,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab.agents.base import Agent, AgentConfigError, AgentContext, AgentTask, Budgets
+from omnilab.agents.base import (
+    Agent,
+    AgentConfigError,
+    AgentContext,
+    AgentTask,
+    Budgets,
+    TaskInputError,
+)
 from omnilab.bench import task_files
 from omnilab.bench.agent_task import agent_task
 from omnilab.bench.errors import BenchError
@@ -67,6 +74,8 @@ class RunSetupError(BenchError):
 
 def is_setup_error(error: BaseException) -> bool:
     """Whether ``error`` is about the run's setup rather than one task."""
+    if isinstance(error, TaskInputError):
+        return False  # one task's inputs: that task fails, the others run
     if isinstance(error, ModelConfigError | AgentConfigError):
         return True
     return isinstance(error, ModelError) and error.kind in _SETUP_KINDS
@@ -278,6 +287,10 @@ class TaskExecutor:
             except TimeoutError:
                 error = f"timeout: no answer within {self.timeout_s:g} s"
                 return _close_failed(writer, "timeout", error, started), error, "timeout"
+            except TaskInputError as e:
+                # this task's inputs do not suit the agent: its failure, not the run's
+                error = f"unsuitable input: {e}"
+                return _close_failed(writer, "input", error, started), error, "input"
             except Exception as e:
                 if is_setup_error(e):
                     raise _stop(f"stopped at task {job.task.id}", e) from None

@@ -189,7 +189,9 @@ def run_header(
             f"{model.name} has no known capability flags: {effect}. "
             "If it takes media, declare its flags in omnilab.toml, "
             f'e.g. [models.capabilities] "{model.name.split("@")[0]}" = {{image = true, '
-            "audio = true, video = true}, or pass --agent-option mode=..."
+            "audio = true, video = true}"
+            # only tir has a mode option to force
+            + (", or pass --agent-option mode=..." if agent == "tir" else "")
         )
     return RunHeader(
         agent=agent,

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from omnilab._private_paths import add_private_paths
 from omnilab._version import __version__
 from omnilab.bench.datasets import load_dataset
+from omnilab.bench.empty_selection import empty_selection_error
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import ConfigChange, RunConfig, RunDir
@@ -90,11 +91,16 @@ def plan_run(
     # The dataset (labels), its media and the run folder are the run's own: hidden from its
     # sandboxes wherever they lie (a dataset under /usr/local would be shown with /usr).
     add_private_paths(config.data, config.media_root, run.path)
-    loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+        raise empty_selection_error(loaded, config.selection)
     # Only selected tasks: a dropped result outside the selection would never be run again.
     selected = {t.id for t in tasks}
     failed = [r for r in done if r.error is not None and r.task_id in selected]

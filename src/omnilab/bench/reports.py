@@ -12,14 +12,21 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab.bench.analysis import ErrorAnalysis, analyze_errors, default_trace
+from omnilab.bench.analysis import (
+    ErrorAnalysis,
+    LabelHook,
+    TaskErrorLabels,
+    analyze_errors,
+    default_trace,
+)
+from omnilab.bench.analysis_partial import PartialLabels, read_partial_labels
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, compare_runs, summarize
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunDir, load_results, write_atomic
 from omnilab.bench.stats import McNemarResult
-from omnilab.models import Model
+from omnilab.models import GenerateConfig, Model
 from omnilab.textcut import cut_text
 from omnilab.trajectory import TrajectoryError, read_trajectory, render_text
 
@@ -55,6 +62,10 @@ def open_source(path: str | Path, scores: str | None = None) -> Source:
         run = RunDir(path)
         if scores is not None:
             file = run.scores_file(scores)
+            if not file.is_file() and run.scores_file(scores.replace("_", "-")).is_file():
+                # re-scorings written before names kept the scorer's spelling
+                scores = scores.replace("_", "-")
+                file = run.scores_file(scores)
             if not file.is_file():
                 known = sorted(p.stem for p in run.scores_dir.glob("*.jsonl"))
                 listed = ", ".join(known) if known else "none"
@@ -139,26 +150,50 @@ async def analyze_run(
     *,
     data: Path | None = None,
     concurrency: int = 4,
+    on_label: LabelHook | None = None,
+    max_tokens: int | None = None,
 ) -> ErrorAnalysis:
     """OmniGAIA B.6 error analysis of the failed tasks of ``source`` (a run's results or
-    re-scoring), written to ``analysis.json`` (or ``scores/<name>.analysis.json``)."""
+    re-scoring), written to ``analysis.json`` (or ``scores/<name>.analysis.json``).
+
+    Each task's labels are appended to ``<that name>.partial.jsonl`` as they come, so a stopped
+    analysis keeps what the analyst said: the next one by the same analyst reuses them, and
+    the file is removed once the analysis is written."""
     if source.run is None:
         raise BenchError("error analysis needs a run folder (it reads run.json and trajectories)")
     run = RunDir(source.run)
     config = run.read_config()
-    loaded = load_dataset(config.dataset, data or config.data, media_root=config.media_root)
-    results = load_results(source.results_file)
-    analysis = await analyze_errors(
-        results,
-        {t.id: t for t in loaded.tasks},
-        analyst,
-        trace=lambda r: trajectory_trace(run, r),
-        concurrency=concurrency,
+    loaded = load_dataset(
+        config.dataset,
+        data or config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
     )
+    results = load_results(source.results_file)
     target = (
         run.analysis_file
         if source.scores is None
         else run.scores_dir / f"{source.scores}.analysis.json"
     )
+    partial = target.with_name(target.name.removesuffix(".json") + ".partial.jsonl")
+    known = read_partial_labels(partial, analyst.name)
+    with PartialLabels(partial, analyst.name, known) as saver:
+
+        def got(label: TaskErrorLabels, done: int, total: int) -> None:
+            saver.add(label)
+            if on_label is not None:
+                on_label(label, done, total)
+
+        analysis = await analyze_errors(
+            results,
+            {t.id: t for t in loaded.tasks},
+            analyst,
+            trace=lambda r: trajectory_trace(run, r),
+            concurrency=concurrency,
+            config=GenerateConfig(temperature=0.0, max_tokens=max_tokens),
+            known=known,
+            on_label=got,
+        )
     write_atomic(target, analysis.model_dump_json(indent=2) + "\n")
+    partial.unlink(missing_ok=True)
     return analysis

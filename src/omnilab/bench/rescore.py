@@ -164,7 +164,8 @@ class RescoreOutcome(BaseModel):
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "scores"
+    # the scorer's own spelling stays (answer_in_reply), so --scores takes the name --scorer took
+    return re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-._")[:60] or "scores"
 
 
 def _free_name(run: RunDir, base: str) -> str:
@@ -204,7 +205,12 @@ async def rescore_run(
         if run.scores_file(name).exists():
             raise BenchError(f"{run.scores_file(name)} exists; choose another --name")
     chosen = name or _free_name(run, _slug("-".join([scorer_name, *judges])))
-    loaded = load_dataset(config.dataset, data or config.data, media_root=config.media_root)
+    loaded = load_dataset(
+        config.dataset,
+        data or config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
+    )
     tasks = {t.id: t for t in loaded.tasks}
     missing = [r.task_id for r in results if r.task_id not in tasks]
     if missing:

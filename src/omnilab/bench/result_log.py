@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from omnilab._ownfolders import open_new
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.task_files import finishing
@@ -82,7 +83,7 @@ class ResultLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.repaired = repair_tail(self.path)
-            self._file = self.path.open("a", encoding="utf-8")
+            self._file = open_new(self.path, append=True)  # never through a planted link
         except OSError as e:
             raise BenchError(f"cannot write results to {self.path}: {e.strerror or e}") from None
         self._syncer = asyncio.create_task(self._sync_loop())

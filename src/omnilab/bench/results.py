@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
+from omnilab._ownfolders import open_new
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Score
 from omnilab.bench.task import Task, TaskMetadata
@@ -36,6 +37,8 @@ class TaskResult(BaseModel):
     sample: int = Field(default=0, ge=0)
     """Which rollout of the task this is (``--samples K`` runs samples 0 .. K-1)."""
     dataset: str | None = None
+    labels: list[str] = Field(default_factory=list)
+    """The task's acceptable answers (the label first, then its aliases), as scored against."""
     prediction: str = ""
     """The agent's final output text, as scored."""
     extracted: str | None = None
@@ -70,6 +73,7 @@ class TaskResult(BaseModel):
         base = {
             "task_id": task.id,
             "dataset": task.dataset,
+            "labels": list(task.answers.all),
             "metadata": task.metadata,
             "modalities": task.modalities,
         }
@@ -115,8 +119,7 @@ class TaskResult(BaseModel):
 def append_result(path: str | Path, result: TaskResult) -> None:
     """Append one record to a JSON Lines file (created with its folders if needed)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
+    with open_new(path, append=True) as f:  # folders made 0700, no link followed
         f.write(result.model_dump_json() + "\n")
 
 

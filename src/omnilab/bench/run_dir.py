@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from omnilab._atomic import write_atomic
+from omnilab._ownfolders import private_folder
 from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
@@ -197,6 +198,9 @@ class RunConfig(BaseModel):
     data_sha256: str = ""
     media_root: Path | None = None
     """The media folder the dataset's paths resolved against, absolute."""
+    allow_outside_media_root: bool = False
+    """``--allow-outside-media-root``: the dataset's absolute and ``..`` paths were taken as
+    written (by default they are refused; see :func:`omnilab.bench.load_dataset`)."""
     agent: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str
@@ -327,6 +331,8 @@ class RunDir:
     def write_config(self, config: RunConfig) -> None:
         """Store ``config`` atomically (a crash leaves the old file or the new one)."""
         try:
+            # This user's own folder, 0700 when made: never one another user made or a link.
+            private_folder(self.path, what="--out folder")
             write_atomic(self.config_file, config.model_dump_json(indent=2) + "\n")
         except OSError as e:
             raise BenchError(f"cannot write {self.config_file}: {e.strerror or e}") from None

@@ -50,6 +50,8 @@ class RunRequest:
     search: str | None = None
     missing_media: str | None = None
     """``fail`` or ``drop``."""
+    allow_outside_media_root: bool | None = None
+    """Take the dataset's absolute and ``..`` media paths as written (see ``load_dataset``)."""
     judges: list[str] = field(default_factory=list)
     scorer: str | None = None
     concurrency: int | None = None
@@ -153,6 +155,9 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
         preview=r.preview,
         search=_pick(r.search, stored, "search", None),
         missing_media=_pick(_missing_media(r.missing_media), stored, "missing_media", None),
+        allow_outside_media_root=_pick(
+            r.allow_outside_media_root, stored, "allow_outside_media_root", False
+        ),
     )
 
 
@@ -168,15 +173,20 @@ def preview_prompt(config: RunConfig) -> str:
     # Imported here: the dataset adapters, the executor and the scorers are for this option
     # only, and `omnilab eval` imports this module on every start.
     from omnilab.bench.datasets import load_dataset
+    from omnilab.bench.empty_selection import empty_selection_error
     from omnilab.bench.preview import first_prompt, render_prompt
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
-    tasks = config.selection.apply(
-        load_dataset(config.dataset, config.data, media_root=config.media_root).tasks
+    loaded = load_dataset(
+        config.dataset,
+        config.data,
+        media_root=config.media_root,
+        allow_outside_media_root=config.allow_outside_media_root,
     )
+    tasks = config.selection.apply(loaded.tasks)
     if not tasks:
-        raise BenchError("no task matches the filters (--level, --category, --ids, --limit)")
+        raise empty_selection_error(loaded, config.selection)
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
     prompt = asyncio.run(first_prompt(executor, tasks[0]))

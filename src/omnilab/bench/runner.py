@@ -121,6 +121,7 @@ def new_config(
     preview: bool = False,
     search: str | None = None,
     missing_media: MissingMedia | None = None,
+    allow_outside_media_root: bool = False,
 ) -> RunConfig:
     """A run config with paths made absolute, the dataset file hashed, the scorer defaulted to
     the dataset's and the judges resolved from the settings when none are given.
@@ -156,6 +157,7 @@ def new_config(
         data=data_path,
         data_sha256=sha256_file(data_path),
         media_root=Path(media_root).expanduser().resolve() if media_root is not None else None,
+        allow_outside_media_root=allow_outside_media_root,
         agent=agent,
         agent_options=dict(agent_options or {}),
         model=redact_url(model),

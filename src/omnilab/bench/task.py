@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from omnilab import _wsread
 from omnilab.inputs import FileKind, InputFile, guess_kind
 
 __all__ = [
@@ -108,5 +109,6 @@ class Task(BaseModel):
         raise KeyError(file_id)
 
     def missing_files(self) -> list[TaskFile]:
-        """Input files that are not on disk (reads the file system)."""
-        return [f for f in self.files if not f.path.is_file()]
+        """Input files that are not on disk, or not regular files reached through no link
+        beneath their root (reads the file system)."""
+        return [f for f in self.files if not _wsread.regular_file(f.source)]

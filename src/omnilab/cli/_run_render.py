@@ -33,6 +33,10 @@ def render_outcome(outcome: RunOutcome, console: Console) -> None:
     searches = run_search_stats(run.path) if reported else None
     if searches is not None:
         console.print(search_table(searches))
+    from omnilab.bench.outcome_notes import outcome_notes
+
+    for note in outcome_notes(run.results(), str(run.path)):
+        console.print(note, markup=False, highlight=False)
     what = "tasks" if outcome.summary.samples is None else "rollouts (task x sample)"
     console.print(
         f"{outcome.ran} {what} run now, {outcome.already_done} were done before, "

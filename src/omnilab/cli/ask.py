@@ -192,9 +192,11 @@ def _print_header(
     roles: dict[str, str] | None = None,
     search: str | None = None,
     warnings: list[str] | None = None,
+    title: str = "",
 ) -> None:
     """The run header (agent, mode and why, tools, models, budgets, the web search provider
-    when web_search is offered, ``warnings``) above the live view."""
+    when web_search is offered, ``warnings``) above the live view, under a rule with ``title``
+    (printed once the header is known: a bad model name prints its error alone)."""
     from omnilab.bench.header import ask_header, render_header
     from omnilab.config import get_settings
 
@@ -214,6 +216,7 @@ def _print_header(
         from omnilab.tools.search_choice import search_origin
 
         header = header.model_copy(update={"search": search_origin(search)})
+    console.print(Rule(escape(title)))
     for line in render_header(header):
         style = "bold yellow" if line.startswith("warning:") else "dim"
         console.print(line, style=style, markup=False, highlight=False)
@@ -329,7 +332,6 @@ def ask(
         for line in unreadable:
             typer.echo(f"warning: {line}", err=True)
     if console is not None:
-        console.print(Rule(escape(question)))
         limits = (max_turns, max_tokens, max_seconds)
         _print_header(
             console,
@@ -342,6 +344,7 @@ def ask(
             roles=roles,
             search=search,
             warnings=unreadable,
+            title=question,
         )
     result = run_ask(
         files,

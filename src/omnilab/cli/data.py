@@ -16,7 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
+from omnilab.bench.datasets import prepare_data
 from omnilab.cli._console import inert_console
+from omnilab.cli._dataopts import AllowOutsideOpt
 from omnilab.plural import plural
 from omnilab.terminal import inert_json
 
@@ -29,8 +31,13 @@ DatasetArg = Annotated[
     typer.Argument(help=f"Dataset format: {', '.join(dataset_names())}.", show_default=False),
 ]
 DataOpt = Annotated[
-    Path,
-    typer.Option("--data", help="The dataset file (JSON or JSON Lines).", show_default=False),
+    Path | None,
+    typer.Option(
+        "--data",
+        help="The dataset file (JSON or JSON Lines); offline-suite: the folder it is built in "
+        "(default: the cache), as omnilab eval takes it.",
+        show_default=False,
+    ),
 ]
 MediaRootOpt = Annotated[
     Path | None,
@@ -72,12 +79,18 @@ def _check_json(loaded: DatasetLoad) -> str:
 
 def check(
     dataset: DatasetArg,
-    data: DataOpt,
+    data: DataOpt = None,
     media_root: MediaRootOpt = None,
     json_out: JsonOpt = False,
+    allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """Load a dataset and report: tasks loaded, items skipped (by reason), media missing per task."""
-    loaded = load_dataset(dataset, data, media_root=media_root)
+    loaded = load_dataset(
+        dataset,
+        prepare_data(dataset, data),
+        media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
+    )
     if json_out:
         typer.echo(inert_json(_check_json(loaded)))
         return
@@ -127,15 +140,21 @@ def _answers(task: Task) -> str:
 
 def show(
     dataset: DatasetArg,
-    data: DataOpt,
+    data: DataOpt = None,
     media_root: MediaRootOpt = None,
     limit: Annotated[
         int, typer.Option("--limit", min=1, help="Show at most this many tasks.")
     ] = 10,
     json_out: JsonOpt = False,
+    allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """Show the first tasks of a dataset as omnilab reads them (question, inputs, answers)."""
-    loaded = load_dataset(dataset, data, media_root=media_root)
+    loaded = load_dataset(
+        dataset,
+        prepare_data(dataset, data),
+        media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
+    )
     tasks = loaded.tasks[:limit]
     if json_out:
         for task in tasks:

@@ -31,6 +31,7 @@ from omnilab.cli import eval_options as o
 from omnilab.cli._console import err_console, out_console, split_values
 from omnilab.cli._pairs import parse_pairs
 from omnilab.cli._run_render import execute_with_progress, render_outcome
+from omnilab.cli._signals import term_as_interrupt
 from omnilab.cli.exit_codes import ExitCode
 from omnilab.terminal import inert
 
@@ -41,6 +42,7 @@ def eval_(
     dataset: o.Dataset = None,
     data: o.Data = None,
     media_root: o.MediaRoot = None,
+    allow_outside_media_root: o.AllowOutsideMediaRoot = None,
     agent: o.Agent = None,
     protocol: o.Protocol = None,
     agent_option: o.AgentOption = None,
@@ -82,6 +84,7 @@ def eval_(
         dataset=dataset,
         data=data,
         media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
         agent=agent,
         protocol=protocol,
         agent_options=parse_pairs(agent_option, "--agent-option", parse_json=True),
@@ -118,7 +121,10 @@ def eval_(
     for note in plan.notes:
         err.print(f"note: {note}")
     try:
-        outcome = asyncio.run(execute_with_progress(plan, config.concurrency or 1, progress, err))
+        with term_as_interrupt():  # kill PID ends the run as Ctrl-C does
+            outcome = asyncio.run(
+                execute_with_progress(plan, config.concurrency or 1, progress, err)
+            )
     except RunSetupError as e:
         stop = RunSetupError(
             f"{e}; finished tasks are saved, continue with omnilab eval --out {run_dir} --resume"

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from omnilab.bench.rescore import SCORER_NAMES
+from omnilab.cli._dataopts import OUTSIDE_HELP
 
 Dataset = Annotated[
     str | None,
@@ -24,6 +25,9 @@ Data = Annotated[
         "--data",
         help="The dataset file (offline-suite: a folder to build it in; default: the cache).",
     ),
+]
+AllowOutsideMediaRoot = Annotated[
+    bool | None, typer.Option("--allow-outside-media-root", help=OUTSIDE_HELP)
 ]
 MediaRoot = Annotated[
     Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")

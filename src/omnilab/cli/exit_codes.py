@@ -27,14 +27,15 @@ class ExitCode(IntEnum):
 
 _MEANING = {
     ExitCode.ANSWERED: "the run answered (eval: it finished and at least one task answered)",
-    ExitCode.BAD_INPUT: "refused before running: a file it cannot read, an unknown model, agent, "
+    ExitCode.BAD_INPUT: "refused before running: a file it cannot read, media the model does not "
+    "take, an unknown model, agent, "
     "option or setting (one line on stderr)",
     ExitCode.USAGE: "the command line does not parse (an unknown option, a missing argument)",
     ExitCode.NO_ANSWER: "it ran but gave no answer (out of turns, tokens or time, or no final "
     "answer; eval: no task answered)",
     ExitCode.MODEL_FAILURE: "the model or its endpoint failed (cannot connect, a refused key, a "
     "prompt too long for its context, a timeout)",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); what finished is saved",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, or SIGTERM for eval); what finished is saved",
 }
 
 

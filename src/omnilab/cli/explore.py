@@ -10,6 +10,7 @@ import typer
 
 from omnilab.bench.errors import BenchError
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.cli._dataopts import AllowOutsideOpt
 from omnilab.cli._pairs import parse_pairs
 
 __all__ = ["explore"]
@@ -28,6 +29,7 @@ def explore(
     media_root: Annotated[
         Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
     ] = None,
+    allow_outside_media_root: AllowOutsideOpt = False,
     agent: Annotated[
         str, typer.Option("--agent", help="The scaffold to explore with (any agent).")
     ] = "tir",
@@ -137,6 +139,7 @@ def explore(
             agent_options=parse_pairs(agent_option, "--agent-option", parse_json=True),
             roles=parse_pairs(role, "--role", parse_json=False),
             media_root=media_root,
+            allow_outside_media_root=allow_outside_media_root,
             tools=split_values([tools]) if tools is not None else None,
             budgets=Budgets(max_turns=max_turns) if max_turns else None,
             scorer=scorer,

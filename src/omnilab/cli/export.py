@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.cli._dataopts import AllowOutsideOpt
 from omnilab.cli.export_dpo import dpo
 from omnilab.cli.export_groups import rl_groups
 from omnilab.errors import OmnilabError
@@ -171,6 +172,7 @@ def rl(
         bool,
         typer.Option("--check", help="Read the file back and check it with the trainer's loader."),
     ] = False,
+    allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """RL prompt rows from a dataset: one per task, media probed for fps, duration and sound."""
     from omnilab.bench.datasets import load_dataset
@@ -180,7 +182,9 @@ def rl(
         raise OmnilabError(f"unknown format {fmt!r}; use one of {', '.join(RL_FORMATS)}")
     if not data.is_file():
         raise OmnilabError(f"{data} is not a file")
-    tasks = load_dataset(dataset, data, media_root=media_root).tasks
+    tasks = load_dataset(
+        dataset, data, media_root=media_root, allow_outside_media_root=allow_outside_media_root
+    ).tasks
     if not tasks:
         raise OmnilabError(f"{data} holds no {dataset} tasks")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from omnilab.cli._console import err_console, split_values
+from omnilab.cli.exit_codes import ExitCode
 
 __all__ = ["dpo"]
 
@@ -62,7 +63,7 @@ def dpo(
     """
     from omnilab.bench.run_dir import RunDir
     from omnilab.models import get_model
-    from omnilab.train.dpo import PairLog, dpo_pairs
+    from omnilab.train.dpo import JUDGE_FAILED, PairLog, dpo_pairs
     from omnilab.train.runs import RecordFilter
 
     for run in runs:
@@ -98,8 +99,20 @@ def dpo(
         f"judge replies and reasons in {log_path}; re-runs in {folder}",
         markup=False,
     )
+    failed = [e for e in export.log if e.reason.startswith(JUDGE_FAILED)]
+    if failed:
+        # once, not per rollout: the same cause (a refused request format, a dead server)
+        # usually fails every call
+        err.print(
+            f"the judge failed on {len(failed)} of {len(export.log)} rollouts; first: "
+            f"{failed[0].reason.removeprefix(JUDGE_FAILED).strip()}",
+            style="bold red",
+            markup=False,
+        )
     if check:
         from omnilab.train.files import check_file
 
         for line in check_file(out, "trl-dpo", export.rows):
             err.print(f"check: {line}", markup=False)
+    if failed and not export.rows:
+        raise typer.Exit(ExitCode.MODEL_FAILURE)  # nothing written, and failures are why

@@ -12,7 +12,8 @@ from typing import Annotated, Any, get_args
 import typer
 
 from omnilab.bench.errors import BenchError
-from omnilab.cli._console import out_console, split_values
+from omnilab.cli._console import err_console, out_console, split_values
+from omnilab.plural import plural
 
 __all__ = ["rl_groups"]
 
@@ -92,6 +93,10 @@ def rl_groups(
     tasks: Annotated[
         list[str] | None, typer.Option("--tasks", help="Only these task ids (repeat or a,b).")
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Read the file back and check it with the trainer's loader."),
+    ] = False,
 ) -> None:
     """Rewards and advantages of the --samples G groups of runs, one JSONL row per trajectory.
 
@@ -124,16 +129,26 @@ def rl_groups(
     done = export_groups(runs, out, options, reward=reward, judges=judges, keep=keep)
     notes = [f"mean reward {done.mean_reward:.3f}"]
     if done.dropped:
-        notes.append(f"{len(done.dropped)} groups dropped (zero variance or <=1 active)")
+        dropped = plural(len(done.dropped), "group")
+        notes.append(f"{dropped} dropped (zero variance or <=1 active)")
     if done.removed:
         notes.append(f"{done.removed} removed rollouts")
     if done.singletons:
         notes.append(f"{done.singletons} groups of one (advantage 0; use --samples G >= 2)")
     if done.uniform:
         notes.append(f"{done.uniform} groups with zero entropy (weights 1)")
+    # the rows come from the groups kept: a dropped group writes none
+    kept = plural(done.groups - len(done.dropped), "group")
+    of = f" of {done.groups}" if done.dropped else ""
     out_console().print(
-        f"wrote {done.rows} trajectories in {done.groups} groups ({options.advantage}, reward "
+        f"wrote {plural(done.rows, 'trajectory', 'trajectories')} from {kept}{of} "
+        f"({options.advantage}, reward "
         f"{reward or 'score'}): {'; '.join(notes)} -> {done.path}",
         highlight=False,
         soft_wrap=True,
     )
+    if check:
+        from omnilab.train.files import check_file
+
+        for line in check_file(done.path, "rl-groups", done.written):
+            err_console().print(f"check: {line}", markup=False)

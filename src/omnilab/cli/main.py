@@ -160,9 +160,26 @@ def _error_console(**options: Any) -> Any:
     return inert_console(stderr=True, **options)
 
 
+def _plain_flags() -> None:
+    """Make typer's help show no type after flags: typer (0.2x) writes ``<bool>`` after every
+    option that takes no value (``--check <bool>``), which reads as if it wanted one."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "omnilab_plain_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich.omnilab_plain_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def main() -> None:
     """Run the CLI; user errors print one line on stderr and exit with status 1 (4 when the
     model or its endpoint failed; see :mod:`omnilab.cli.exit_codes`)."""
+    _plain_flags()  # --help: no <bool> after flags
     try:
         app()
     except OmnilabError as e:

@@ -128,6 +128,8 @@ def _serve_http(
         ],
     )
     # Bound to 127.0.0.1 only: no other name can reach it, so no --allow-host to suggest.
-    guarded = Guard(app, token=token, hosts=(), max_upload=_MAX_BODY, host_hint="")
+    guarded = Guard(
+        app, token=token, hosts=(), max_upload=_MAX_BODY, host_hint="", command="omnilab mcp --http"
+    )
     with removed_at_exit(kept):
         uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")

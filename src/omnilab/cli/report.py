@@ -12,6 +12,16 @@ from omnilab.report import build_report, write_trajectory_page
 
 __all__ = ["report", "view"]
 
+MediaRootsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--media-root",
+        help="A folder whose files the pages may show (the dataset's media); repeatable. "
+        "Without it only files beneath the run folder and the media cache are copied: a "
+        "trajectory naming any other file gets a placeholder.",
+    ),
+]
+
 
 def report(
     runs: Annotated[
@@ -38,6 +48,7 @@ def report(
             "random one, kept in a 0600 file while serving).",
         ),
     ] = None,
+    media_root: MediaRootsOpt = None,
 ) -> None:
     """Write an HTML report of runs: summary with 95% CIs, charts, a task table that sorts and
     filters, and one page per task with its trajectory (frames, audio, judge verdicts).
@@ -61,7 +72,7 @@ def report(
         raise BenchError("--token-env applies to --serve only")
     if not runs:
         raise BenchError("give at least one run folder (or --serve RUNS_DIR)")
-    index = build_report(runs, out)
+    index = build_report(runs, out, media_roots=media_root or ())
     typer.echo(str(index))
 
 
@@ -73,7 +84,8 @@ def view(
         Path | None,
         typer.Option("--out", "-o", help="Folder for the page (default: beside the file)."),
     ] = None,
+    media_root: MediaRootsOpt = None,
 ) -> None:
     """Render one trajectory as an HTML page (frames, audio, tool calls) and print its path."""
     target = out if out is not None else file.with_name(f"{file.stem}.view")
-    typer.echo(str(write_trajectory_page(file, target)))
+    typer.echo(str(write_trajectory_page(file, target, media_roots=media_root or ())))

@@ -220,12 +220,34 @@ def analyze(
     ] = None,
     data: DataOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 4,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help="Most tokens per analyst reply (a small model may otherwise ramble for minutes).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     source = open_source(run, scores)
     model = role_model("analyst", analyst)
-    analysis = asyncio.run(analyze_run(source, model, data=data, concurrency=concurrency))
+    columns = (TextColumn(f"analysing failed tasks with {model.name}"), BarColumn())
+    with Progress(*columns, MofNCompleteColumn(), console=err_console(), transient=True) as bar:
+        job = bar.add_task("analyse", total=None)
+        analysis = asyncio.run(
+            analyze_run(
+                source,
+                model,
+                data=data,
+                concurrency=concurrency,
+                on_label=lambda _, done, total: bar.update(job, completed=done, total=total),
+                max_tokens=max_tokens,
+            )
+        )
     if json_out:
         typer.echo(inert_json(analysis.model_dump_json(indent=2)))
         return

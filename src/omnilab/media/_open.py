@@ -23,7 +23,15 @@ import av.stream
 from omnilab import _wsread
 from omnilab.media.errors import MediaError, MediaErrorCode
 
-__all__ = ["check_file", "looks_like_text", "only_read", "open_bytes", "open_input"]
+__all__ = [
+    "check_file",
+    "fd_source",
+    "is_text_head",
+    "looks_like_text",
+    "only_read",
+    "open_bytes",
+    "open_input",
+]
 
 # Where a descriptor can be opened again by name (Linux): FFmpeg reads the checked file itself.
 _FD_DIR = "/proc/self/fd"
@@ -80,6 +88,11 @@ def looks_like_text(path: Path) -> bool:
             head = f.read(1024)
     except (OSError, MediaError):
         return False
+    return is_text_head(head)
+
+
+def is_text_head(head: bytes) -> bool:
+    """True when ``head`` (a file's first KiB) reads as text."""
     if not head or b"\x00" in head:
         return False
     try:
@@ -126,16 +139,29 @@ def only_read(container: av.container.InputContainer, stream: av.stream.Stream) 
             other.discard = discard.all
 
 
+def fd_source(f: IO[bytes]) -> str | IO[bytes]:
+    """What FFmpeg opens to read the open file ``f`` itself: its ``/proc/self/fd/N`` name, or
+    (without /proc) the file object (slower, just as safe)."""
+    fd_name = f"{_FD_DIR}/{f.fileno()}"
+    return fd_name if Path(fd_name).exists() else f
+
+
 @contextmanager
-def open_input(path: Path) -> Iterator[av.container.InputContainer]:
-    """Open ``path`` for demuxing; errors while opening *or inside the block* become MediaError."""
+def open_input(
+    path: Path, *, held_file: IO[bytes] | None = None
+) -> Iterator[av.container.InputContainer]:
+    """Open ``path`` for demuxing; errors while opening *or inside the block* become MediaError.
+
+    ``held_file``: ``path`` already opened (and checked) by the caller; FFmpeg reads that
+    very file, and ``path`` only names it in messages."""
     held: IO[bytes] | None = None
     source: str | IO[bytes] = str(path)
-    if _wsread.untrusted_root(path) is not None:
+    if held_file is not None:
+        held_file.seek(0)
+        source = fd_source(held_file)
+    elif _wsread.untrusted_root(path) is not None:
         held = open_bytes(path)
-        fd_name = f"{_FD_DIR}/{held.fileno()}"
-        # Without /proc FFmpeg reads through the Python file object (slower, just as safe).
-        source = fd_name if Path(fd_name).exists() else held
+        source = fd_source(held)
     try:
         container = av.open(source, mode="r", metadata_errors="ignore")
     except (av.FFmpegError, UnicodeDecodeError, ValueError) as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from omnilab._wsread import MAX_PIXELS
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, MediaKind
 
@@ -11,6 +12,7 @@ __all__ = [
     "check_count",
     "check_time",
     "check_time_range",
+    "check_video_pixels",
     "end_tolerance",
     "require_audio",
     "require_video",
@@ -120,6 +122,8 @@ def _refuse_text(info: MediaInfo, wanted: str) -> None:
 
 
 def require_video(info: MediaInfo) -> None:
+    """Refuses what has no video stream, and pictures larger than images may be
+    (:func:`check_video_pixels`)."""
     _refuse_text(info, "a video")
     if not info.has_video:
         what = "an image" if info.kind is MediaKind.IMAGE else "an audio file"
@@ -128,6 +132,21 @@ def require_video(info: MediaInfo) -> None:
             f"{info.path.name} is {what} with no video stream",
             path=info.path,
         )
+    check_video_pixels(info)
+
+
+def check_video_pixels(info: MediaInfo, max_pixels: int = MAX_PIXELS) -> None:
+    """Refuses, before any frame is decoded, a video whose stream header says its pictures have
+    more than ``max_pixels`` (the images' limit): a 200 KB H.264 file of 8192x8192 frames
+    decodes to a gigabyte and more."""
+    if info.width is None or info.height is None or info.width * info.height <= max_pixels:
+        return
+    raise MediaError(
+        MediaErrorCode.TOO_MANY_PIXELS,
+        f"{info.path.name} has {info.width}x{info.height} pictures, more than the "
+        f"{max_pixels // 1_000_000} MP allowed; scale it down first",
+        path=info.path,
+    )
 
 
 def require_audio(info: MediaInfo) -> None:

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +28,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from omnilab import _wsread
+from omnilab._atomic import make_folders
+from omnilab._ownfolders import check_folder
 from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity"]
@@ -123,8 +126,9 @@ class MediaCache:
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold ``key``'s producer lock (across processes) for the block."""
+        _private_folder(self.root)
         locks = self.root / _LOCK_DIR
-        locks.mkdir(parents=True, exist_ok=True)
+        locks.mkdir(mode=0o700, exist_ok=True)
         # The OS drops the lock if its holder dies.
         with FileLock(str(locks / f"{key}.lock")):
             yield
@@ -136,7 +140,8 @@ class MediaCache:
         in batches followed by one :meth:`evict`.
         """
         final = self.path_for(key, suffix)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.root)
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
         try:
             tmp.write_bytes(data)
@@ -243,14 +248,17 @@ class MediaCache:
 
 
 def _private_folder(root: Path) -> None:
-    """Makes ``root`` (and missing parents) and leaves it 0700 when it is this user's."""
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Makes ``root`` (and missing parents, 0700) and leaves it 0700; refuses a link or a
+    folder of another user's (:class:`~omnilab._ownfolders.UnsafeFolderError`)."""
+    make_folders(root)
     key = str(root)
     if key in _tightened:
         return
-    st = root.stat()
-    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+    st = os.lstat(root)
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode):
         root.chmod(0o700)
+    # A link or another user's folder is refused (one line): its owner could swap entries.
+    check_folder(root, what="cache_dir")
     _tightened.add(key)
 
 

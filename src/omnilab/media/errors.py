@@ -27,6 +27,7 @@ class MediaErrorCode(StrEnum):
     TOO_MANY_FRAMES = "TOO_MANY_FRAMES"
     TOO_LONG = "TOO_LONG"
     INVALID_BOX = "INVALID_BOX"
+    TOO_MANY_PIXELS = "TOO_MANY_PIXELS"
 
 
 class MediaError(OmnilabError):

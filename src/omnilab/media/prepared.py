@@ -110,11 +110,14 @@ def _frame_set(
     decode: Callable[[int | None], Sequence[Frame]],
 ) -> list[JpegFrame]:
     from omnilab.config import get_settings
+    from omnilab.media._validate import check_video_pixels
     from omnilab.media.budget import media_budget
     from omnilab.media.probe import probe
 
     # Validates the file first (a missing or broken one raises before any cache lookup).
     info = probe(path)
+    if info.has_video:
+        check_video_pixels(info)  # before the memory for its pictures is reserved
     edge = get_settings().media.max_edge if max_edge is None else max_edge
     store = cache if cache is not None else MediaCache.default()
     full = {**params, "edge": edge, "keyframes": keyframes_only, "q": _JPEG_QUALITY}

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from enum import StrEnum
-from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 import av
 import av.container
 from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict
 
-from omnilab.media._open import check_file, looks_like_text, open_bytes, open_input
+from omnilab import _wsread
+from omnilab.media._open import check_file, is_text_head, open_bytes, open_input
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 
 __all__ = ["TEXT_SUFFIXES", "MediaInfo", "MediaKind", "probe"]
@@ -24,6 +28,8 @@ TEXT_SUFFIXES = frozenset(
 "tty" video (ANSI art) and ``.srt``/``.vtt`` as subtitle streams."""
 # FFmpeg's catch-all demuxer for text: it renders any text file as an ANSI-art video.
 _TEXT_DEMUXER = "tty"
+# The names that demuxer claims (libavformat/tty.c).
+_TTY_SUFFIXES = frozenset({".ans", ".art", ".asc", ".diz", ".ice", ".nfo", ".vt"})
 
 # Keyframe-interval estimation demuxes (never decodes) at most this many video packets.
 _GOP_SCAN_PACKETS = 1500
@@ -90,34 +96,82 @@ def probe(path: str | Path) -> MediaInfo:
     Text files (text content under a known text name such as ``.txt``/``.md``/``.json`` or
     without a suffix, or any text that FFmpeg would only read as ANSI art, e.g. ``.nfo``) are
     ``MediaKind.TEXT`` with no streams, never a "tty" video.
+
+    The file is opened once (by :mod:`omnilab._wsread`'s rules: in a workspace, beneath it
+    through no link) and every reader works on that descriptor: what was checked is what is
+    probed, whatever the name points to a moment later.
     """
-    p = check_file(path).resolve()
-    st = p.stat()
-    return _probe_cached(p, st.st_size, st.st_mtime_ns)
+    p = check_file(path)
+    # A workspace path is named as given: resolve() would follow a link planted meanwhile.
+    shown = Path(os.path.abspath(p)) if _wsread.untrusted_root(p) is not None else p.resolve()  # noqa: PTH100
+    with open_bytes(p) as f:
+        st = os.fstat(f.fileno())
+        if st.st_size == 0:
+            raise MediaError(MediaErrorCode.CORRUPT, f"{p.name} is empty (0 bytes)", path=p)
+        # The opened file's identity is part of the key: a rewritten or swapped file is
+        # probed again.
+        key = (shown, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        info = _probe_cached.get(key)
+        if info is None:
+            info = _probe_held(shown, f, st.st_size)
+            _probe_cached.put(key, info)
+    return info
 
 
-@lru_cache(maxsize=512)
-def _probe_cached(path: Path, size: int, mtime_ns: int) -> MediaInfo:
-    # size and mtime_ns are part of the cache key: a rewritten file is probed again.
-    if (path.suffix.lower() in TEXT_SUFFIXES or not path.suffix) and looks_like_text(path):
+class _ProbeCache:
+    """The last 512 probes, by path and the opened file's identity."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[object, ...], MediaInfo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...]) -> MediaInfo | None:
+        with self._lock:
+            info = self._items.get(key)
+            if info is not None:
+                self._items.move_to_end(key)
+            return info
+
+    def put(self, key: tuple[object, ...], info: MediaInfo) -> None:
+        with self._lock:
+            self._items[key] = info
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_probe_cached = _ProbeCache()
+
+
+def _head(f: IO[bytes], n: int) -> bytes:
+    return os.pread(f.fileno(), n, 0)
+
+
+def _probe_held(path: Path, f: IO[bytes], size: int) -> MediaInfo:
+    """Probe the open file ``f`` (``path`` names it in the result and in messages)."""
+    suffix = path.suffix.lower()
+    # FFmpeg reads the descriptor's name (no suffix), so the names its "tty" demuxer claims
+    # are told here: text under such a name is text, as FFmpeg would have found.
+    textual = suffix in TEXT_SUFFIXES or suffix in _TTY_SUFFIXES or not suffix
+    if textual and is_text_head(_head(f, 1024)):
         return _text_info(path, size)
-    image = None if _av_container(path) else _probe_image(path, size)
+    image = None if _av_container(_head(f, 12)) else _probe_image(path, f, size)
     if image is not None:
         return image
     # A text file under a media or document name (notes.mp4) stays an UNSUPPORTED error that
     # says it is text: the name promised something else.
-    return _probe_av(path, size)
+    return _probe_av(path, f, size)
 
 
-def _av_container(path: Path) -> bool:
-    """Whether the file starts like an audio/video container (MP4/MOV, Matroska/WebM, Ogg, FLAC,
-    MP3 with ID3). Pillow is then not asked: failing to recognise such a file makes it import
-    every image plugin, which costs more than the whole probe."""
-    try:
-        with open_bytes(path) as f:
-            head = f.read(12)
-    except (OSError, MediaError):
-        return False
+def _av_container(head: bytes) -> bool:
+    """Whether the file starts (``head``: its first 12 bytes) like an audio/video container
+    (MP4/MOV, Matroska/WebM, Ogg, FLAC, MP3 with ID3). Pillow is then not asked: failing to
+    recognise such a file makes it import every image plugin, which costs more than the whole
+    probe."""
     return (
         head[4:8] == b"ftyp"
         or head.startswith((b"\x1a\x45\xdf\xa3", b"OggS", b"fLaC", b"ID3"))
@@ -130,9 +184,10 @@ def _text_info(path: Path, size: int) -> MediaInfo:
     return MediaInfo(path=path, kind=MediaKind.TEXT, container=container, size_bytes=size)
 
 
-def _probe_image(path: Path, size: int) -> MediaInfo | None:
+def _probe_image(path: Path, f: IO[bytes], size: int) -> MediaInfo | None:
     try:
-        with open_bytes(path) as f, Image.open(f) as im:
+        f.seek(0)
+        with Image.open(f) as im:
             fmt = (im.format or "image").lower()
             if getattr(im, "n_frames", 1) > 1 and fmt == "gif":
                 return None  # animated GIFs are videos to FFmpeg; let it handle them
@@ -147,10 +202,10 @@ def _probe_image(path: Path, size: int) -> MediaInfo | None:
     )
 
 
-def _probe_av(path: Path, size: int) -> MediaInfo:
-    with open_input(path) as c:
+def _probe_av(path: Path, f: IO[bytes], size: int) -> MediaInfo:
+    with open_input(path, held_file=f) as c:
         if c.format.name == _TEXT_DEMUXER:
-            if looks_like_text(path):
+            if is_text_head(_head(f, 1024)):
                 return _text_info(path, size)
             raise MediaError(
                 MediaErrorCode.UNSUPPORTED,

@@ -101,6 +101,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         advice: str | None = None,
+        sent: bool = True,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
@@ -109,6 +110,9 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.advice = advice
         """What to do, when the adapter knows better than the advice of ``kind``."""
+        self.sent = sent
+        """``False`` when the adapter refused the request before sending it (media the
+        model's flags say it does not take): the input was wrong, not the model."""
 
     def __str__(self) -> str:
         status = f"HTTP {self.status}: " if self.status is not None else ""
@@ -129,8 +133,11 @@ class ModelError(OmnilabError):
         status: int | None = None,
         attempts: int = 1,
         advice: str | None = None,
+        sent: bool = True,
     ) -> None:
         self.model = model
+        if not sent:  # refused before sending (media the model does not take): the input, exit 1
+            self.model_failure = False
         self.kind = kind
         self.status = status
         self.attempts = attempts

@@ -194,6 +194,7 @@ class Model:
                 status=e.error.status,
                 attempts=e.attempts,
                 advice=e.error.advice,
+                sent=e.error.sent,
             )
             self._emit(
                 msgs, tool_list, cfg, started, e.attempts, error=str(error), kind=e.error.kind

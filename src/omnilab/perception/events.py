@@ -10,8 +10,10 @@ The embedded tagger decides per 32 ms window (the VAD's windows), then per half 
   harmonic peaks, as in instruments, tones and singing without words;
 - ``noise``: everything else (broadband sound: traffic, applause, wind, hiss).
 
-Half-second blocks take the majority label of their windows; a median over three blocks removes
-one-block flickers; spans shorter than one second are merged into their longer neighbour.
+Half-second blocks take the majority label of their windows (speech already from a third of
+them); a median over three blocks removes one-block flickers (never speech); spans shorter than
+one second but speech are merged into their longer neighbour, so a short spoken phrase in a
+quiet clip stays ``speech``.
 Speech over music is labelled ``speech`` (the VAD wins). Another tagger, e.g. a model trained on
 AudioSet, plugs in with ``taggers.register(name, factory)``.
 """
@@ -36,6 +38,9 @@ TONAL_FLATNESS = 0.2
 BLOCK_SECONDS = 0.5
 MIN_EVENT_SECONDS = 1.0
 _ORDER = [EventLabel.SILENCE, EventLabel.SPEECH, EventLabel.MUSIC, EventLabel.NOISE]
+_SPEECH = _ORDER.index(EventLabel.SPEECH)
+SPEECH_SHARE = 1 / 3
+"""A half-second block with at least this share of speech windows is speech."""
 
 
 class AudioTagger(Protocol):
@@ -108,10 +113,13 @@ def merge_labels(
     n_blocks = -(-labels.size // per_block)
     blocks = np.empty(n_blocks, dtype=np.int8)
     for b in range(n_blocks):
-        blocks[b] = np.bincount(labels[b * per_block : (b + 1) * per_block], minlength=4).argmax()
+        counts = np.bincount(labels[b * per_block : (b + 1) * per_block], minlength=4)
+        # a short word fills a third of a block: speech need not be the majority to count
+        spoken = counts[_SPEECH] >= SPEECH_SHARE * counts.sum()
+        blocks[b] = _SPEECH if spoken else counts.argmax()
     smooth = blocks.copy()
     for b in range(1, n_blocks - 1):
-        if blocks[b - 1] == blocks[b + 1] != blocks[b]:
+        if blocks[b - 1] == blocks[b + 1] != blocks[b] != _SPEECH:
             smooth[b] = blocks[b - 1]
     block_s = per_block * window_seconds
     runs: list[list[int]] = []  # [label, first block, end block]
@@ -122,7 +130,8 @@ def merge_labels(
             runs.append([lab, b, b + 1])
     min_blocks = max(1, round(MIN_EVENT_SECONDS / block_s))
     while len(runs) > 1:
-        short = [i for i, r in enumerate(runs) if r[2] - r[1] < min_blocks]
+        # speech stays however short ("Hello world." is under a second): it is what is asked about
+        short = [i for i, r in enumerate(runs) if r[2] - r[1] < min_blocks and r[0] != _SPEECH]
         if not short:
             break
         i = min(short, key=lambda k: runs[k][2] - runs[k][1])

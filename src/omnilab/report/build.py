@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from omnilab._atomic import write_atomic
 from omnilab._private_paths import add_private_paths
 from omnilab.bench.analysis import ErrorAnalysis
 from omnilab.bench.errors import BenchError
@@ -17,7 +18,7 @@ from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir, file_stem
 from omnilab.report.compare import comparison_body
 from omnilab.report.html import esc, page, write_assets
-from omnilab.report.media import MediaCopier
+from omnilab.report.media import MediaCopier, run_roots
 from omnilab.report.parts import Renderer
 from omnilab.report.rows import TaskRow
 from omnilab.report.run_page import run_body
@@ -48,9 +49,12 @@ def _trajectory(path: Path) -> Trajectory | None:
         return None
 
 
-def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunReport:
+def write_run_report(
+    path: Path, out: Path, *, label: str | None = None, media_roots: Sequence[Path] = ()
+) -> RunReport:
     """The report of the run folder ``path`` in ``out``: ``index.html``, ``tasks/<id>.html``
-    per task, ``media/``, ``assets/`` and ``data/{summary,tasks}.json``."""
+    per task, ``media/``, ``assets/`` and ``data/{summary,tasks}.json``. Media are copied from
+    beneath the run folder, the media cache and ``media_roots`` (the operator's) only."""
     run = RunDir(path)
     if not run.results_file.is_file():
         raise BenchError(f"{path} holds no results.jsonl; give a run folder (omnilab eval --out)")
@@ -61,15 +65,15 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
     write_assets(out)
     (out / "tasks").mkdir(exist_ok=True)
     rows: list[TaskRow] = []
-    with MediaCopier(out) as copier:
+    with MediaCopier(out, roots=run_roots(run.path, *media_roots)) as copier:
         for result in results:
             rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
     body = run_body(title, summary, rows, config=config, analysis=_analysis(run))
-    (out / "index.html").write_text(page(title, body), encoding="utf-8")
+    write_atomic(out / "index.html", page(title, body), sync=False)
     data = out / "data"
     data.mkdir(exist_ok=True)
-    (data / "summary.json").write_text(summary.model_dump_json(indent=1), encoding="utf-8")
+    write_atomic(data / "summary.json", summary.model_dump_json(indent=1), sync=False)
     table = [
         {
             "task_id": r.result.task_id,
@@ -86,8 +90,15 @@ def write_run_report(path: Path, out: Path, *, label: str | None = None) -> RunR
         }
         for r in rows
     ]
-    (data / "tasks.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
-    return RunReport(label=title, folder=out, summary=summary, rows=rows)
+    write_atomic(data / "tasks.json", json.dumps(table, ensure_ascii=False), sync=False)
+    return RunReport(
+        label=title,
+        folder=out,
+        summary=summary,
+        rows=rows,
+        agent=config.agent if config is not None else "",
+        model=config.model if config is not None else "",
+    )
 
 
 def _task_page(
@@ -105,11 +116,11 @@ def _task_page(
             f"<h1>{esc(row.label)}</h1>{trajectory_body(trajectory, render, result=result)}"
         )
         row.page = f"tasks/{row.stem}.html"
-        (out / row.page).write_text(page(f"{row.label} · {title}", body, root="../"), "utf-8")
+        write_atomic(out / row.page, page(f"{row.label} · {title}", body, root="../"), sync=False)
     return row
 
 
-def build_report(runs: Sequence[Path], out: Path) -> Path:
+def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path] = ()) -> Path:
     """A report of ``runs`` in ``out``; returns its ``index.html``. One run: that run's report.
     Several: each run's report in ``out/runs/<n>-<name>/`` and an index comparing each run
     with the first (paired results, McNemar's test, per-group deltas)."""
@@ -120,28 +131,34 @@ def build_report(runs: Sequence[Path], out: Path) -> Path:
             raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
     add_private_paths(out, *runs)  # hidden from any sandbox this process starts later
     if len(runs) == 1:
-        write_run_report(Path(runs[0]), out)
+        write_run_report(Path(runs[0]), out, media_roots=media_roots)
         return out / "index.html"
     reports = []
     for n, path in enumerate(runs, start=1):
         folder = out / "runs" / f"{n}-{file_stem(Path(path).name)}"
-        reports.append(write_run_report(Path(path), folder, label=Path(path).name))
+        reports.append(
+            write_run_report(Path(path), folder, label=Path(path).name, media_roots=media_roots)
+        )
     write_assets(out)
     body = comparison_body(reports, out)
-    (out / "index.html").write_text(page("Run comparison", body), encoding="utf-8")
+    write_atomic(out / "index.html", page("Run comparison", body), sync=False)
     return out / "index.html"
 
 
-def write_trajectory_page(path: Path, out: Path) -> Path:
-    """One trajectory file as ``out/<name>.html`` (media copied to ``out/media``); returns it."""
+def write_trajectory_page(path: Path, out: Path, *, media_roots: Sequence[Path] = ()) -> Path:
+    """One trajectory file as ``out/<name>.html`` (media copied to ``out/media`` from beneath
+    its run folder, the media cache and ``media_roots`` only); returns it."""
     trajectory = read_trajectory(path)
     out.mkdir(parents=True, exist_ok=True)
     write_assets(out)
     start = trajectory.run_start
     title = (start.task_id if start is not None else None) or path.stem
-    with MediaCopier(out) as copier:
+    # Media are copied only from beneath the trajectory's run folder (an eval run's, for a
+    # file in its trajectories/ folder).
+    folder = path.parent.parent if path.parent.name == "trajectories" else path.parent
+    with MediaCopier(out, roots=run_roots(folder, *media_roots)) as copier:
         render = Renderer(copier, search=(path.with_suffix(".media"),))
         body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"
-    target.write_text(page(title, body), encoding="utf-8")
+    write_atomic(target, page(title, body), sync=False)
     return target

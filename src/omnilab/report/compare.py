@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from omnilab._atomic import write_atomic
 from omnilab.bench.metrics import accuracy_by, compare_runs
 from omnilab.report.html import esc, page
 from omnilab.report.rows import TaskRow
@@ -61,7 +62,7 @@ def _side_by_side(a: RunReport, b: RunReport, row: TaskRow, other: TaskRow, fold
         f'<nav><a href="{root}index.html">← comparison</a></nav><h1>{esc(row.label)}</h1>'
         f'<div class="side-by-side">{frames}</div>'
     )
-    target.write_text(page(f"{row.label}: A vs B", body, root=root), encoding="utf-8")
+    write_atomic(target, page(f"{row.label}: A vs B", body, root=root), sync=False)
     return Path(os.path.relpath(target, folder.parent.parent)).as_posix()
 
 
@@ -130,13 +131,15 @@ def comparison_body(reports: Sequence[RunReport], out: Path) -> str:
     with the first."""
     items = "".join(
         f'<tr><td><a href="{esc(Path(os.path.relpath(r.folder, out)).as_posix())}/index.html">'
-        f"{esc(r.label)}</a></td><td>{r.summary.tasks}</td>"
+        f"{esc(r.label)}</a></td><td>{esc(r.agent or '–')}</td><td>{esc(r.model or '–')}</td>"
+        f"<td>{r.summary.tasks}</td>"
         f"<td>{_pct(r.summary.pass_at_1.value)}</td><td>{_pct(r.summary.em.value)}</td>"
         f"<td>{r.summary.failed_runs}</td></tr>"
         for r in reports
     )
     runs = (
-        '<section><h2>Runs</h2><table class="facts"><tr><th>run</th><th>tasks</th>'
+        '<section><h2>Runs</h2><table class="facts"><tr><th>run</th><th>agent</th><th>model</th>'
+        "<th>tasks</th>"
         f"<th>Pass@1</th><th>EM</th><th>failed</th></tr>{items}</table></section>"
     )
     pairs = "".join(

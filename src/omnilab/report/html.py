@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from omnilab._atomic import write_atomic
 
 __all__ = ["ASSETS", "esc", "json_block", "page", "write_assets"]
 
@@ -59,5 +60,5 @@ def write_assets(out: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     folder = resources.files("omnilab.report") / "assets"
     for name in ASSETS:
-        with resources.as_file(folder / name) as source:
-            shutil.copyfile(source, target / name)
+        # Replaced, never written through a link planted in the report folder.
+        write_atomic(target / name, (folder / name).read_bytes(), sync=False)

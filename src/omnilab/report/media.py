@@ -6,18 +6,19 @@ under ``<report>/media/`` once, named by a hash of its source, so a report opens
 A media part is found at its own path, else among the run's saved copies (the trajectory's
 ``.media`` folder, the task's workspace) by file name; inline bytes are written out.
 
-The workspace was written by sandboxed code: those folders are marked untrusted and every read
-goes through :mod:`omnilab._wsread` (no link followed on any component, regular files only,
-images refused on their header's size before decoding), so a ``perception/<input>`` linked to a
-root-only file is never copied into the report.
+A trajectory is data, not the operator's word: a part's path is copied only when it lies
+beneath the run folder or the harness's own media cache (``roots``, see :func:`run_roots`), as a :class:`~omnilab._datapath.DataPath` opened there by
+:mod:`omnilab._wsread` (no link followed on any component, regular files only, images refused on
+their header's size before decoding). ``{"type": "audio", "path": "/etc/shadow"}``, a ``..``
+escape or a ``perception/<input>`` linked to a root-only file becomes a placeholder with a notice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mimetypes
 import os
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +27,12 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from omnilab import _wsread
+from omnilab._atomic import write_atomic
+from omnilab._datapath import DataPath, DataPathError
+from omnilab.config import get_settings
 from omnilab.content import Audio, Document, Image, Video
 
-__all__ = ["MediaCopier", "MediaRef"]
+__all__ = ["MediaCopier", "MediaRef", "run_roots"]
 
 THUMB_PX = 320
 """Longest side of an image thumbnail."""
@@ -36,6 +40,14 @@ LARGE_PX = 1280
 """Longest side of the enlarged view."""
 MAX_COPY_BYTES = 25 * 1024 * 1024
 """Audio and video larger than this are not copied (the page names them instead)."""
+
+
+def run_roots(*folders: Path) -> tuple[Path, ...]:
+    """The folders a run's report may copy media from: the run's own ``folders`` and this
+    user's media cache (frames and clips the tools made; a cache of another user's or behind a
+    link is refused where it is made). The dataset's media are shown through the copies saved
+    with the run (the workspace's ``inputs/``), never from where a trajectory says they lie."""
+    return (*folders, get_settings().cache_dir / "media")
 
 
 @dataclass(frozen=True)
@@ -52,10 +64,14 @@ class MediaRef:
 
 
 class MediaCopier:
-    """Copies media into ``out/media`` once per source (by path, size and modification time)."""
+    """Copies media into ``out/media`` once per source (by path, size and modification time);
+    only files beneath ``roots`` (the run folders the trajectories belong to) are copied."""
 
-    def __init__(self, out: Path, *, workers: int | None = None) -> None:
+    def __init__(
+        self, out: Path, *, roots: tuple[Path, ...] = (), workers: int | None = None
+    ) -> None:
         self.out = out
+        self.roots = roots
         self.folder = out / "media"
         self._done: dict[tuple[str, ...], MediaRef] = {}
         # The same input file recurs in every task (and each frame in every later call):
@@ -100,7 +116,8 @@ class MediaCopier:
             found = self._seen.get(seen)
             if found is None:
                 found = self._source_ref(part, search)
-                at_home = part.path is not None and _wsread.regular_file(part.path)
+                home = _beneath(part.path, self.roots)
+                at_home = home is not None and _wsread.regular_file(home)
                 self._seen[(part.type, str(part.path), () if at_home else search)] = found
         return found
 
@@ -108,22 +125,26 @@ class MediaCopier:
         self, part: Image | Audio | Video | Document, search: tuple[Path, ...]
     ) -> MediaRef:
         name = part.name
-        source = _locate(part.path, search)
+        source = _locate(part.path, self.roots, search)
         if source is None:
+            if part.path is not None and _beneath(part.path, self.roots) is None:
+                note = "not copied: the trajectory names a file outside its run folder"
+                return MediaRef(part.type, name, None, note=note)
             return MediaRef(part.type, name, None, note="not saved with the run")
         try:
             fd, stat = _wsread.open_file(source)
         except OSError as exc:
             return MediaRef(part.type, name, None, note=f"not copied: {exc}")
         os.close(fd)
-        key: tuple[str, ...] = (str(source), str(stat.st_size), str(stat.st_mtime_ns))
+        key: tuple[str, ...] = (str(source.shown()), str(stat.st_size), str(stat.st_mtime_ns))
         if key not in self._done:
             digest = hashlib.sha256("\0".join(key).encode()).hexdigest()
             if part.type in ("audio", "video") and stat.st_size > MAX_COPY_BYTES:
                 size = stat.st_size / 1e6
                 self._done[key] = MediaRef(part.type, name, None, note=f"{size:.0f} MB, not copied")
             else:
-                self._done[key] = self._store(part.type, name, digest, source.suffix, path=source)
+                suffix = Path(source.name).suffix
+                self._done[key] = self._store(part.type, name, digest, suffix, path=source)
         return self._done[key]
 
     def _store(
@@ -133,7 +154,7 @@ class MediaCopier:
         digest: str,
         suffix: str,
         *,
-        path: Path | None = None,
+        path: DataPath | None = None,
         data: bytes | None = None,
     ) -> MediaRef:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -151,7 +172,7 @@ class MediaCopier:
             target.write_bytes(data or b"")
         return MediaRef(kind, name, f"media/{target.name}")
 
-    def _images(self, path: Path | None, data: bytes | None, large: str, thumb: str) -> None:
+    def _images(self, path: DataPath | None, data: bytes | None, large: str, thumb: str) -> None:
         """The enlarged view (the file itself when it is a JPEG small enough) and the
         thumbnail."""
         if (self.folder / thumb).exists():
@@ -159,7 +180,8 @@ class MediaCopier:
         if path is not None:
             data = _wsread.read_bytes(path)
         try:
-            with _wsread.open_image(data or b"", name=str(path)) as picture:
+            label = str(path.shown()) if path is not None else None
+            with _wsread.open_image(data or b"", name=label) as picture:
                 keep = picture.format == "JPEG" and max(picture.size) <= LARGE_PX
                 if keep and path is not None:
                     _write_new(self.folder / large, data or b"")
@@ -175,7 +197,7 @@ class MediaCopier:
                     _scaled(tile, THUMB_PX, self.folder / target)
 
 
-def _readable_image(path: Path | None, data: bytes | None) -> bool:
+def _readable_image(path: DataPath | None, data: bytes | None) -> bool:
     """Whether Pillow can read the image and its header's size is within the pixel limit (a
     header read; the worker threads decode it)."""
     try:
@@ -197,29 +219,50 @@ def _scaled(picture: PILImage.Image, side: int, target: Path) -> None:
     copy.save(target, format="JPEG", quality=82)
 
 
-def _copy(source: Path, target: Path) -> None:
+def _copy(source: DataPath, target: Path) -> None:
     if not target.exists():
         _write_new(target, _wsread.read_bytes(source, max_bytes=MAX_COPY_BYTES))
 
 
 def _write_new(target: Path, data: bytes) -> None:
     """Writes ``target`` (in the report's own folder) beside it first, then renames it."""
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+    write_atomic(target, data, sync=False)
 
 
 def _suffix(mime: str | None) -> str:
     return (mimetypes.guess_extension(mime or "") or ".bin") if mime else ".bin"
 
 
-def _locate(path: Path | None, search: tuple[Path, ...]) -> Path | None:
+def _beneath(path: Path | None, roots: tuple[Path, ...]) -> DataPath | None:
+    """``path`` (from a trajectory) as a path beneath one of ``roots``, else None (lexically:
+    no ``..``; links on the way are refused when it is opened)."""
     if path is None:
         return None
-    if _wsread.regular_file(path):
-        return path
+    full = os.path.abspath(path)  # noqa: PTH100 - lexical: resolve() would follow links
+    for root in roots:
+        top = os.path.abspath(root).rstrip("/")  # noqa: PTH100
+        if full.startswith(top + "/"):
+            with contextlib.suppress(DataPathError):
+                return DataPath.beneath(top, full[len(top) + 1 :], item="trajectory media")
+    return None
+
+
+def _locate(
+    path: Path | None, roots: tuple[Path, ...], search: tuple[Path, ...]
+) -> DataPath | None:
+    """The file a part names: itself when beneath a root, else a saved copy of that name in
+    the run's folders (``search``), each opened through no link."""
+    if path is None:
+        return None
+    home = _beneath(path, roots)
+    if home is not None and _wsread.regular_file(home):
+        return home
     for folder in search:
-        for candidate in (folder / path.name, folder / "perception" / path.name):
+        for rel in (path.name, f"perception/{path.name}", f"inputs/{path.name}"):
+            try:
+                candidate = DataPath.beneath(folder, rel, item="trajectory media")
+            except DataPathError:
+                continue
             if _wsread.regular_file(candidate):
                 return candidate
     return None

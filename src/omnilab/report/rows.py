@@ -56,6 +56,8 @@ class TaskRow:
     """Step notes by label (a scaffold's turns, rounds, decisions)."""
     values: dict[str, list[float]] = field(default_factory=dict)
     """Numbers the notes carried, by ``label.key`` (a turn's confidence, a budget used)."""
+    span: tuple[float, float] | None = None
+    """When the task's run started and ended (epoch seconds), from its trajectory."""
 
     @classmethod
     def of(cls, result: TaskResult, trajectory: Trajectory | None) -> TaskRow:
@@ -65,6 +67,8 @@ class TaskRow:
             start, end = trajectory.run_start, trajectory.run_end
             row.question = start.question if start is not None else ""
             row.turns = end.turns if end is not None else None
+            if start is not None and end is not None:
+                row.span = (start.timestamp, end.timestamp)
             calls = trajectory.model_calls
             row.model_calls = len(calls)
             row.latencies = [c.latency_s for c in calls]

@@ -64,6 +64,26 @@ def _card(title: str, value: str, detail: str = "") -> str:
     )
 
 
+def _time_cards(summary: RunSummary, rows: Sequence[TaskRow]) -> list[str]:
+    """The run's wall time (first task start to last task end: tasks run side by side) and the
+    task time summed, which is larger with concurrency."""
+    spans = [r.span for r in rows if r.span is not None]
+    wall = max(e for _, e in spans) - min(s for s, _ in spans) if spans else None
+    time = summary.wall_time
+    return [
+        _card(
+            "Wall time",
+            "–" if wall is None else f"{wall:,.1f} s",
+            "first task start to last task end",
+        ),
+        _card(
+            "Task time (summed)",
+            f"{time.total_s:,.1f} s",
+            f"median {time.median_s:.2f} s · p90 {time.p90_s:.2f} s per task",
+        ),
+    ]
+
+
 def _summary(summary: RunSummary, rows: Sequence[TaskRow], config: RunConfig | None) -> str:
     p, ci = summary.pass_at_1, summary.pass_at_1_ci
     interval = f"95% CI {_pct(ci.low)}–{_pct(ci.high)}" if ci else "no decided tasks"
@@ -82,16 +102,19 @@ def _summary(summary: RunSummary, rows: Sequence[TaskRow], config: RunConfig | N
             f"{usage.prompt_tokens:,} in / {usage.completion_tokens:,} out",
         ),
         _card("Cost", cost, f"{usage.tasks_with_cost} tasks priced"),
-        _card(
-            "Wall time",
-            f"{summary.wall_time.total_s:,.1f} s",
-            f"median {summary.wall_time.median_s:.2f} s · p90 {summary.wall_time.p90_s:.2f} s",
-        ),
+        *_time_cards(summary, rows),
         _card("Tasks", str(summary.tasks), summary.dataset or ""),
     ]
     figures = "".join(
         _card(f.name, _pct(f.value), f"n={f.n}") for f in summary.figures if f.name != "Pass@1"
     )
+    if summary.samples is not None:  # --samples K: pass@k as eval printed it
+        figures += "".join(
+            _card(
+                f"pass@{k}", _pct(v), f"{summary.samples.tasks} tasks x {summary.samples.samples}"
+            )
+            for k, v in summary.samples.pass_at_k.items()
+        )
     about = ""
     if config is not None:
         facts = [

@@ -21,3 +21,6 @@ class RunReport:
     """The run's report folder (its ``index.html``)."""
     summary: RunSummary
     rows: list[TaskRow]
+    agent: str = ""
+    """The run's agent and model (from run.json), so a comparison names more than folders."""
+    model: str = ""

@@ -116,12 +116,15 @@ def _verdict(result: TaskResult) -> str:
     rows: list[tuple[str, object]] = [
         ("verdict", state),
         ("prediction", result.extracted if result.extracted is not None else result.prediction),
+        ("expected", " | ".join(result.labels) if result.labels else None),
     ]
     if result.error:
         rows.append(("error", f"[{result.error_kind or 'error'}] {result.error}"))
     if score is not None:
         rows += [
             ("scorer", score.scorer),
+            ("extracted", score.extracted),
+            ("rule", score.reason),
             ("score", f"{score.value:g}"),
             ("exact match", score.exact_match),
             ("judge input", score.judge_input),

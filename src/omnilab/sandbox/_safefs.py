@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from omnilab._datapath import DataPath
 from omnilab._wsread import copy_to, open_dir
 from omnilab._wswalk import Walker, list_folder, walk
 
@@ -39,7 +40,7 @@ open_folder = open_dir
 """A descriptor of ``root/parts...`` without following links (see :func:`omnilab._wsread.open_dir`)."""
 
 
-def place_file(root: Path, folder: tuple[str, ...], name: str, source: Path) -> None:
+def place_file(root: Path, folder: tuple[str, ...], name: str, source: Path | DataPath) -> None:
     """Copies ``source`` (a harness-private file) to ``root/folder/name``: created beside the
     target with ``O_EXCL | O_NOFOLLOW`` and renamed over it, so whatever code planted there
     (a link, a file) is replaced and nothing outside ``root`` is ever written."""

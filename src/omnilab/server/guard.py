@@ -55,12 +55,15 @@ class Guard:
         hosts: Iterable[str],
         max_upload: int,
         host_hint: str = " (add a name with --allow-host)",
+        command: str = "omnilab serve",
         home: str = "/",
     ) -> None:
         self.app = app
         self.home = home
         """Where the login form goes on to once the token is right."""
         self.host_hint = host_hint
+        self.command = command
+        """Who printed the token: the 401 names it."""
         self.token = token
         self.hosts = frozenset(host_name(h) for h in hosts) | LOOPBACK
         self.max_upload = max_upload
@@ -152,7 +155,7 @@ class Guard:
         return (
             401,
             "missing or wrong bearer token: send Authorization: Bearer TOKEN "
-            "(printed by omnilab serve at start)",
+            f"(printed by {self.command} at start)",
             [(b"www-authenticate", b"Bearer")],
         )
 

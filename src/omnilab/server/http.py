@@ -15,8 +15,8 @@
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
 trajectory; the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
 (together, per request) are refused (413) and their partial files removed; referenced paths
-outside the media root are refused (400). A client that disconnects from a stream cancels its
-run, which still records its end.
+outside the media root (absolute, ``..``, or through a link) are refused (400). A client that
+disconnects from a stream cancels its run, which still records its end.
 
 Safe by default (see ``docs/mcp.md``): every request passes :class:`~omnilab.server.guard.Guard`
 (Host and Origin checks, body size, and the bearer token on every path but ``/v1/health``); what a
@@ -39,8 +39,17 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 
+from omnilab import _wsread
+from omnilab._atomic import write_atomic
+from omnilab._datapath import DataPath, DataPathError
 from omnilab._private_paths import add_private_paths
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
@@ -48,6 +57,7 @@ from omnilab.config import get_settings
 from omnilab.errors import OmnilabError
 from omnilab.server.guard import Guard
 from omnilab.server.policy import ClientPolicy, parse_agent_options
+from omnilab.server.runs_index import runs_page, wants_html
 from omnilab.trajectory import Event, EventAdapter, read_trajectory
 
 __all__ = ["ClientPolicy", "create_app"]
@@ -108,6 +118,8 @@ def create_app(
     policy = policy or ClientPolicy()
     runs_dir = runs_dir.expanduser().resolve()
     root = media_root.expanduser().resolve() if media_root is not None else None
+    if root is not None:
+        _wsread.mark_untrusted(root)  # what requests name there is opened through no link
     # Every client's runs and uploads, and the media root: hidden from every run's sandboxes.
     add_private_paths(runs_dir, root)
     limit = max_upload_mb << 20
@@ -140,10 +152,16 @@ def create_app(
                 raise HTTPException(
                     400, "this server takes uploads only (start it with --media-root)"
                 )
-            path = (root / given).resolve()
-            if not path.is_relative_to(root) or not path.is_file():
+            try:
+                found = DataPath.beneath(root, given, item="paths")
+            except DataPathError as e:
+                raise HTTPException(
+                    400, f"{given}: no such file under the media root ({e})"
+                ) from None
+            # Beneath the root through no link (the root is marked: later reads keep the rule).
+            if not _wsread.regular_file(found):
                 raise HTTPException(400, f"{given}: no such file under the media root")
-            out.append(path)
+            out.append(found.shown())
         return out
 
     @app.post("/v1/ask")
@@ -254,11 +272,13 @@ def create_app(
             raise HTTPException(404, f"no run {run_id}")
         return folder
 
-    @app.get("/v1/runs")
-    async def runs() -> list[dict[str, Any]]:
-        if not runs_dir.is_dir():
-            return []
-        found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
+    @app.get("/v1/runs", response_model=None)
+    async def runs(request: Request) -> list[dict[str, Any]] | HTMLResponse:
+        found = []
+        if runs_dir.is_dir():
+            found = sorted(p.name for p in runs_dir.iterdir() if (p / "trajectory.jsonl").is_file())
+        if wants_html(request.headers.get("accept", "")):  # a browser: links to the reports
+            return HTMLResponse(runs_page(found), headers=_PAGE_HEADERS)
         return [{"run": name} for name in found]
 
     @app.get("/v1/runs/{run_id}")
@@ -288,7 +308,10 @@ def create_app(
     async def report(run_id: str, name: str) -> FileResponse:
         folder = _run_folder(run_id)
         out = folder / _REPORT
-        page = await asyncio.to_thread(_report_page, folder / "trajectory.jsonl", out, building)
+        media = (root,) if root is not None else ()  # the operator's --media-root
+        page = await asyncio.to_thread(
+            _report_page, folder / "trajectory.jsonl", out, building, media
+        )
         if name in ("", "index.html"):
             return FileResponse(page, media_type="text/html", headers=_PAGE_HEADERS)
         path = (out / name).resolve()
@@ -312,7 +335,9 @@ _PAGE_HEADERS = {
 _FILE_HEADERS = {"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
 
 
-def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
+def _report_page(
+    trajectory: Path, out: Path, lock: threading.Lock, media_roots: tuple[Path, ...] = ()
+) -> Path:
     """The report page of ``trajectory`` in ``out``, rebuilt when the trajectory changed since."""
     from omnilab.report import write_trajectory_page
 
@@ -323,6 +348,6 @@ def _report_page(trajectory: Path, out: Path, lock: threading.Lock) -> Path:
         marker = out / _STAMP
         if page.is_file() and marker.is_file() and marker.read_text("utf-8") == stamp:
             return page
-        built = write_trajectory_page(trajectory, out)
-        marker.write_text(stamp, encoding="utf-8")
+        built = write_trajectory_page(trajectory, out, media_roots=media_roots)
+        write_atomic(marker, stamp, sync=False)
         return built

@@ -54,7 +54,7 @@ from omnilab.train.explore_verify import (
 from omnilab.train.runs import RecordFilter, RunRecord, iter_records
 from omnilab.trajectory import Trajectory, read_trajectory
 
-__all__ = ["DpoExport", "PairLog", "StepJudgment", "dpo_pairs", "judge_first_error"]
+__all__ = ["JUDGE_FAILED", "DpoExport", "PairLog", "StepJudgment", "dpo_pairs", "judge_first_error"]
 
 
 class StepJudgment(BaseModel):
@@ -77,6 +77,10 @@ def judgment_schema(steps: int) -> dict[str, Any]:
     schema["properties"]["category"] = {"type": "string", "enum": list(ERROR_CATEGORIES)}
     schema["required"] = list(schema["properties"])
     return schema
+
+
+JUDGE_FAILED = "the judge failed:"
+"""How a :class:`PairLog`'s ``reason`` starts when the judge's call failed."""
 
 
 class PairLog(BaseModel):
@@ -283,7 +287,7 @@ async def _judge_one(
     except ModelError as e:
         if is_setup_error(e):
             raise  # a bad key or model name fails every rollout alike
-        log.reason = f"the judge failed: {e}"
+        log.reason = f"{JUDGE_FAILED} {e}"
         return None
     log.judgment = judgment
     if judgment is None:

@@ -60,6 +60,7 @@ def explore_config(
     concurrency: int | None = None,
     seed: int = 0,
     backend: str = "local",
+    allow_outside_media_root: bool = False,
 ) -> RunConfig:
     """The run config of an exploration of ``dataset`` with scaffold ``agent`` (``roles``: the
     scaffold's further models, e.g. ``perception``; ``backend``: where tasks run, as for
@@ -74,6 +75,7 @@ def explore_config(
         agent=agent,
         model=model,
         media_root=media_root,
+        allow_outside_media_root=allow_outside_media_root,
         agent_options={**(agent_options or {}), EXPLORE_OPTION: options.model_dump()},
         roles={**(roles or {}), VERIFIER_ROLE: verifier},
         tools=tools,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -39,7 +40,7 @@ def write_rows(rows: list[JsonDict], path: Path) -> None:
             write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             return
         try:
-            import pyarrow as pa
+            import pyarrow  # noqa: F401  (only: is it installed)
             import pyarrow.parquet as pq
         except ImportError:
             raise BenchError(
@@ -50,12 +51,44 @@ def write_rows(rows: list[JsonDict], path: Path) -> None:
         os.close(fd)
         tmp = Path(name)
         try:
-            pq.write_table(pa.Table.from_pylist(rows), tmp)
+            pq.write_table(_table(rows), tmp)
             tmp.replace(path)
         finally:
             tmp.unlink(missing_ok=True)
     except OSError as e:
         raise BenchError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _table(rows: list[JsonDict]) -> Any:
+    """A pyarrow table whose columns are every row's keys (``from_pylist`` alone keeps only the
+    first row's: a video row after an image row lost its ``videos``); a row without a column holds
+    null there, as parquet has no absent cells."""
+    import pyarrow as pa
+
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in columns})
+
+
+def _present(value: Any) -> Any:
+    """``value`` without null entries in its mappings (recursively): parquet gives a key a row
+    did not have back as null, in columns and in struct fields alike."""
+    if isinstance(value, dict):
+        return {k: _present(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_present(v) for v in value]
+    return value
+
+
+def _first_difference(back: list[JsonDict], written: list[JsonDict], parquet: bool) -> str | None:
+    if len(back) != len(written):
+        return f"{len(back)} rows read back, {len(written)} written"
+    for i, (got, meant) in enumerate(zip(back, written, strict=True)):
+        if parquet:
+            got, meant = _present(got), _present(meant)
+        if got != meant:
+            keys = sorted(k for k in {*got, *meant} if got.get(k) != meant.get(k))
+            return f"row {i + 1} differs from what was written ({', '.join(keys)})"
+    return None
 
 
 def read_rows(path: Path) -> list[JsonDict]:
@@ -171,12 +204,25 @@ def _verl(row: JsonDict) -> list[str]:
     problems = [
         f"no {k}" for k in ("data_source", "prompt", "ability", "reward_model") if k not in row
     ]
-    if row.get("reward_model", {}).get("style") != "rule":
+    if (row.get("reward_model") or {}).get("style") != "rule":
         problems.append("reward_model.style is not 'rule'")
+    text = "".join(str(m.get("content") or "") for m in row.get("prompt") or [])
+    for kind in ("image", "video", "audio"):
+        if text.count(f"<{kind}>") != len(row.get(f"{kind}s") or []):
+            problems.append(f"<{kind}> markers and {kind}s entries differ in number")
+    return problems
+
+
+def _rl_groups(row: JsonDict) -> list[str]:
+    problems = [f"no {k}" for k in ("task_id", "sample", "reward", "advantage") if k not in row]
+    numbers = (row.get(k) for k in ("reward", "advantage", "group_mean", "group_std"))
+    if any(not isinstance(v, int | float) or math.isnan(v) for v in numbers):
+        problems.append("reward, advantage or a group statistic is not a number")
     return problems
 
 
 _RULES: dict[str, Callable[[JsonDict], list[str]]] = {
+    "rl-groups": _rl_groups,
     "openai": _openai,
     "sharegpt": _sharegpt,
     "trl": _trl,
@@ -197,16 +243,20 @@ def check_file(path: Path, fmt: str, written: list[JsonDict]) -> list[str]:
     """Read ``path`` back; what was checked, one line each. :class:`BenchError` on a problem."""
     done = []
     back = read_rows(path)
-    # parquet gives absent keys of a struct back as None: the count is what it keeps exactly
-    same = len(back) == len(written) if _is_parquet(path) else back == written
-    if not same:
-        raise BenchError(f"{path}: the rows read back differ from the rows written")
+    # every row, every value: parquet's nulls for keys a row did not have are the one allowance
+    differs = _first_difference(back, written, _is_parquet(path))
+    if differs:
+        raise BenchError(f"{path}: {differs}")
     done.append(f"round trip: {len(back)} rows read back unchanged")
     problems = format_problems(back, fmt)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise BenchError(f"{path}: {problems[0]}{more}")
     done.append(f"{fmt} rules: every row passes")
+    if not back:
+        # the loaders cannot read a file without rows (datasets raises StopIteration)
+        done.append("0 rows: the file is empty, nothing for a trainer to load")
+        return done
     try:
         import datasets
     except ImportError:

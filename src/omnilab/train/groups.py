@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, Field
 
@@ -282,6 +282,8 @@ class GroupExport:
     """Groups of one rollout (advantage 0: run with --samples G >= 2)."""
     uniform: int = 0
     """TAURA groups whose mean turn entropy was 0 (weights 1)."""
+    written: list[dict[str, Any]] = field(default_factory=list)
+    """The rows as written (for ``--check``'s round trip)."""
 
 
 def build_rows(
@@ -390,7 +392,8 @@ def export_groups(
     summary.path = out
     summary.meta_path = out.with_name(out.name + ".meta.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, "".join(r.model_dump_json() + "\n" for r in rows))
+    summary.written = [r.model_dump(mode="json") for r in rows]
+    write_atomic(out, "".join(json.dumps(r) + "\n" for r in summary.written))
     meta = _meta(options, folders, reward or "score", summary)
     write_atomic(summary.meta_path, json.dumps(meta, indent=2) + "\n")
     return summary

@@ -2,14 +2,15 @@
 
 verl's ``RLHFDataset`` reads parquet rows with ``data_source`` (which reward function scores the
 row), ``prompt`` (the chat the policy starts from), ``ability``, ``reward_model: {style: rule,
-ground_truth}`` and ``extra_info``; multimodal rows add ``images`` / ``videos`` and ``<image>`` /
-``<video>`` markers in the prompt text. Media stay file paths; fps, duration and sound are
+ground_truth}`` and ``extra_info``; multimodal rows add ``images`` / ``videos`` (and ``audios``) with
+``<image>`` / ``<video>`` / ``<audio>`` markers in the prompt text, paths made absolute. Media stay file paths; fps, duration and sound are
 probed from the files (:func:`omnilab.train.omniagent.probe_all`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from omnilab.bench.task import Task
@@ -28,10 +29,14 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
     from omnilab.agents.question import question_text
     from omnilab.bench.agent_task import agent_task
 
-    images = [str(f.path) for f in task.files if f.kind == "image"]
-    videos = [str(f.path) for f in task.files if f.kind == "video"]
-    audios = [str(f.path) for f in task.files if f.kind == "audio"]
-    markers = "".join("<image>" for _ in images) + "".join("<video>" for _ in videos)
+    # absolute paths: a trainer started in another folder finds the same files
+    images = [str(Path(f.path).resolve()) for f in task.files if f.kind == "image"]
+    videos = [str(Path(f.path).resolve()) for f in task.files if f.kind == "video"]
+    audios = [str(Path(f.path).resolve()) for f in task.files if f.kind == "audio"]
+    markers = "".join(
+        f"<{kind}>" * len(paths)
+        for kind, paths in (("image", images), ("video", videos), ("audio", audios))
+    )
     asked = agent_task(task)
     text = question_text(asked)
     fields = task_fields(task)
@@ -51,7 +56,9 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
             "question_type": fields["question_type"],
             "answers": list(task.answers.all),
             "options": fields["options"],
-            "video": meta.video,
+            # the probed file: an audio-only item's is its audio, not a video
+            "video": meta.video if videos else None,
+            "audio": meta.video if audios and not videos else None,
             "fps": meta.fps,
             "duration_seconds": meta.duration_seconds,
             "has_audio": meta.has_audio,
@@ -62,6 +69,8 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
         row["images"] = images
     if videos:
         row["videos"] = videos
+    if audios:
+        row["audios"] = audios
     return row
 
 

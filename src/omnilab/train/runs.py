@@ -121,7 +121,12 @@ def load_run(folder: str | Path) -> tuple[RunDir, RunConfig, dict[str, Task]]:
     config = run.read_config()
     tasks: dict[str, Task] = {}
     if config.data.exists():
-        loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+        loaded = load_dataset(
+            config.dataset,
+            config.data,
+            media_root=config.media_root,
+            allow_outside_media_root=config.allow_outside_media_root,
+        )
         tasks = {t.id: t for t in loaded.tasks}
     return run, config, tasks
 

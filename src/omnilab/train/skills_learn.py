@@ -66,7 +66,12 @@ def forbidden_for_runs(runs: Sequence[Path]) -> Forbidden:
     for folder in runs:
         run = RunDir(folder)
         config = run.read_config()
-        loaded = load_dataset(config.dataset, config.data, media_root=config.media_root)
+        loaded = load_dataset(
+            config.dataset,
+            config.data,
+            media_root=config.media_root,
+            allow_outside_media_root=config.allow_outside_media_root,
+        )
         for task in loaded.tasks:
             forbidden.add_question(task.question)
             forbidden.add_strings(task.answers.all)

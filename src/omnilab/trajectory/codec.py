@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from omnilab import _wsread
+from omnilab._atomic import write_atomic
 from omnilab._memo import IdentityMemo
 from omnilab.content import Text
 from omnilab.models.events import CallInput, ModelCallEvent
@@ -184,8 +185,7 @@ class EventEncoder:
         )
         target = self.media_dir / f"{digest[:32]}{suffix}"
         if not target.exists():
-            self.media_dir.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(raw)
+            write_atomic(target, raw, sync=False)  # never through a link planted there
         self._stored[id(raw)] = (raw, str(target), f"sha256:{digest}")
         return str(target), f"sha256:{digest}"
 

@@ -26,6 +26,7 @@ from typing import IO, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab._atomic import make_folders
 from omnilab._ids import new_id
 from omnilab.errors import OmnilabError
 from omnilab.models.events import ModelCallEvent
@@ -130,11 +131,14 @@ class TrajectoryWriter:
     def _open(self) -> IO[str]:
         # The buffer size given: no terminal check and no block-size lookup, two system calls
         # fewer per file (a run makes a thousand).
+        # O_NOFOLLOW: a link planted at the name is refused, never written through.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            return self.path.open("w", buffering=_BUFFER, encoding="utf-8")
-        except FileNotFoundError:  # the run's folder, made once
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            return self.path.open("w", buffering=_BUFFER, encoding="utf-8")
+            fd = os.open(self.path, flags, 0o644)
+        except FileNotFoundError:  # the run's folder, made once (0700)
+            make_folders(self.path.parent)
+            fd = os.open(self.path, flags, 0o644)
+        return open(fd, "w", buffering=_BUFFER, encoding="utf-8")  # noqa: PTH123 - a descriptor
 
     def _write(self, line: str) -> None:
         with self._lock:

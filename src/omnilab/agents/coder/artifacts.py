@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omnilab import _wswalk
+from omnilab._atomic import write_atomic
 from omnilab.trajectory import AnswerEvent, ToolResultEvent
 
 if TYPE_CHECKING:
@@ -71,10 +72,9 @@ class Rollout:
     def save_image(self, name: str, data: bytes) -> Path:
         """Keeps the PNG the model is shown; returns its path."""
         folder = self.folder / "images"
-        folder.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name)[:80] or "image"
         path = folder / f"{len(self.images):03d}-{Path(safe).stem}.png"
-        path.write_bytes(data)
+        write_atomic(path, data, sync=False)  # never through a planted link
         self.images.append({"workspace_path": name, "file": str(path.relative_to(self.folder))})
         return path
 
@@ -102,9 +102,6 @@ class Rollout:
                 "answer_nonempty": bool(answer is not None and answer.answer),
             },
         }
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / "rollout.json"
-        tmp = path.with_name(".rollout.json.tmp")
-        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n", sync=False)
         return path

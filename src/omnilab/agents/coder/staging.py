@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from omnilab import _wsread
-from omnilab.agents.base import AgentConfigError, AgentTask
+from omnilab.agents.base import AgentTask, TaskInputError
 from omnilab.agents.question import question_text
 from omnilab.agents.templates import render
 from omnilab.sandbox import place_file
@@ -40,13 +40,14 @@ def stage_inputs(task: AgentTask, workspace: Path) -> list[str]:
     staged: list[str] = []
     used: set[str] = set()
     for item in task.inputs:
-        if not _wsread.regular_file(item.path):
-            raise AgentConfigError(f"input {item.id} ({item.path.name}) is not a readable file")
+        # A dataset's file opens beneath its media root through no link (item.source).
+        if not _wsread.regular_file(item.source):
+            raise TaskInputError(f"input {item.id} ({item.path.name}) is not a readable file")
         name = item.path.name
         if name in used:
             name = f"{item.id}_{name}"
         used.add(name)
-        place_file(workspace, (INPUTS_DIR,), name, item.path)
+        place_file(workspace, (INPUTS_DIR,), name, item.source)
         staged.append(f"{INPUTS_DIR}/{name}")
     return staged
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask
+from omnilab.agents.base import AgentConfigError, AgentContext, AgentTask, TaskInputError
 from omnilab.agents.ota import release
 from omnilab.agents.ota.env import Describe, OtaEnv, media_error
 from omnilab.agents.ota.memory import Percept, clock, placeholder_message
@@ -58,7 +58,7 @@ def _source(task: AgentTask) -> InputFile:
         for f in task.inputs:
             if f.kind == kind:
                 return f
-    raise AgentConfigError("ota needs a video (or audio) input; none was given")
+    raise TaskInputError("ota needs a video (or audio) input; none was given")
 
 
 class OtaAgent:
@@ -78,15 +78,16 @@ class OtaAgent:
     async def run(self, task: AgentTask, ctx: AgentContext) -> Trajectory:
         """Answer ``task`` about its first video (else audio) input.
 
-        Raises :class:`AgentConfigError` before anything is written when the task has no video
-        or audio, the file cannot be read, or the perception model does not take images.
+        Raises :class:`TaskInputError` before anything is written when the task has no video
+        or audio or the file cannot be read (that task fails), :class:`AgentConfigError` when
+        the perception model does not take images (every task would).
         """
         opts = randomised(self.options, task.id)
         source = _source(task)
         try:
             info = source.probe()
         except MediaError as e:
-            raise AgentConfigError(f"ota cannot read {source.id}: {e.message}") from None
+            raise TaskInputError(f"ota cannot read {source.id}: {e.message}") from None
         perception = ctx.roles.get("perception")
         caps = ctx.model.capabilities
         if perception is not None and not caps.image and not perception.capabilities.image:

@@ -8,11 +8,13 @@ plugins add their own with :func:`register_dataset` or an ``omnilab.datasets`` e
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
-from omnilab.bench.errors import BenchError, UnknownDatasetError
+from omnilab.bench.errors import BenchError, DatasetError, UnknownDatasetError
 from omnilab.config import get_settings
 from omnilab.registry import Registry
 
@@ -95,16 +97,30 @@ def prepare_data(name: str, path: str | Path | None) -> Path:
 
 
 def load_dataset(
-    name: str, path: str | Path, *, media_root: str | Path | None = None
+    name: str,
+    path: str | Path,
+    *,
+    media_root: str | Path | None = None,
+    allow_outside_media_root: bool = False,
 ) -> DatasetLoad:
     """Load dataset ``name`` from ``path``.
 
     The media root is, in order: ``media_root``, the ``bench.media_roots`` setting for ``name``,
-    the data file's folder.
+    the data file's folder. Media paths must lie beneath it (absolute paths and ``..`` raise
+    :class:`DatasetError`) unless ``allow_outside_media_root`` (the user vouches for them).
     """
     adapter = get_dataset(name)
     root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
-    loaded = adapter.load(Path(path), media_root=Path(root) if root is not None else None)
+    media = Path(root) if root is not None else None
+    if allow_outside_media_root:
+        load = cast("Callable[..., DatasetLoad]", adapter.load)
+        if "allow_outside_media_root" not in inspect.signature(load).parameters:
+            raise DatasetError(
+                f"dataset {name} makes its own files and takes no --allow-outside-media-root"
+            )
+        loaded = load(Path(path), media_root=media, allow_outside_media_root=True)
+    else:
+        loaded = adapter.load(Path(path), media_root=media)
     if loaded.warnings:
         fits = _formats_that_fit([t.original for t in loaded.tasks], besides=name)
         if fits:

@@ -8,6 +8,7 @@ An adapter is a :class:`RecordAdapter` with a ``convert`` function that turns on
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -17,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from omnilab import _wsread
+from omnilab._datapath import DataPath, DataPathError
 from omnilab.bench.errors import DatasetError
 from omnilab.bench.task import AnswerSet, FileKind, Task, TaskFile, guess_kind
 
@@ -87,6 +90,12 @@ class ItemContext:
     dataset: str
     index: int
     media_root: Path
+    allow_outside: bool = False
+    """``--allow-outside-media-root``: the user vouches for the dataset's paths (absolute ones
+    and ``..`` are taken as written, opened like the user's own files)."""
+
+
+OUTSIDE_HINT = "pass --allow-outside-media-root if you trust this dataset's paths"
 
 
 def as_text(value: object) -> str | None:
@@ -131,14 +140,27 @@ def answer_set(value: object, aliases: object = None) -> AnswerSet:
 def media_file(
     ctx: ItemContext, given: str, *, kind: str | None = None, file_id: str | None = None
 ) -> TaskFile:
-    """A task file: ``given`` resolved against the media root; unknown kinds are guessed from the name."""
+    """A task file: ``given`` beneath the media root; unknown kinds are guessed from the name.
+
+    An absolute path or a ``..`` escape raises :class:`DatasetError` (one line naming the item)
+    unless ``ctx.allow_outside``; the file is then opened beneath the root through no link.
+    """
     known: tuple[FileKind, ...] = ("video", "audio", "image", "text", "document")
     lowered = (kind or "").strip().lower()
     resolved_kind: FileKind = next((k for k in known if k == lowered), guess_kind(given))
-    path = Path(given).expanduser()
-    if not path.is_absolute():
-        path = ctx.media_root / path
-    return TaskFile(id=file_id or Path(given).stem, kind=resolved_kind, path=path, given=given)
+    file_id = file_id or Path(given).stem
+    if ctx.allow_outside:
+        path = Path(given).expanduser()
+        if not path.is_absolute():
+            path = ctx.media_root / path
+        return TaskFile(id=file_id, kind=resolved_kind, path=path, given=given)
+    try:
+        data = DataPath.beneath(ctx.media_root, given, item=f"{ctx.dataset} item {ctx.index}")
+    except DataPathError as e:
+        raise DatasetError(f"{e}; {OUTSIDE_HINT}") from None
+    return TaskFile(
+        id=file_id, kind=resolved_kind, path=data.shown(), given=given, root=Path(data.root)
+    )
 
 
 def solution_steps(value: object) -> str | tuple[str, ...] | None:
@@ -248,10 +270,21 @@ class RecordAdapter:
                 out[" or ".join(names)] = absent
         return out
 
-    def load(self, path: Path, *, media_root: Path | None = None) -> DatasetLoad:
-        """Read ``path``; relative media paths resolve against ``media_root`` (default: its folder)."""
+    def load(
+        self,
+        path: Path,
+        *,
+        media_root: Path | None = None,
+        allow_outside_media_root: bool = False,
+    ) -> DatasetLoad:
+        """Read ``path``; media paths lie beneath ``media_root`` (default: its folder), else
+        :class:`DatasetError`, unless ``allow_outside_media_root``."""
         path = Path(path).expanduser()
         root = Path(media_root).expanduser() if media_root is not None else path.parent
+        root = Path(os.path.abspath(root))  # noqa: PTH100 - lexical, as DataPath's root
+        if not allow_outside_media_root:
+            # Every later read under the root (probe, decode, staging) follows no link.
+            _wsread.mark_untrusted(root)
         result = DatasetLoad(dataset=self.name, path=path, media_root=root)
         seen: Counter[str] = Counter()
         by_name: dict[str, list[Path]] | None = None
@@ -273,7 +306,8 @@ class RecordAdapter:
                 (as_text(record.get(k)) for k in self.id_keys if as_text(record.get(k))), None
             )
             try:
-                task = self.convert(record, ItemContext(self.name, index, root))
+                context = ItemContext(self.name, index, root, allow_outside_media_root)
+                task = self.convert(record, context)
             except SkipItem as skip:
                 result.skipped.append(
                     SkippedItem(
@@ -305,7 +339,8 @@ def _files_by_name(root: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     if root.is_dir():
         for path in root.rglob("*"):
-            if path.is_file():
+            # Regular files only, reached through no link (a planted link is no candidate).
+            if _wsread.regular_file(path.relative_to(root), root=root):
                 found.setdefault(path.name, []).append(path)
     return found
 

@@ -60,6 +60,8 @@ class Score(BaseModel):
     judges: list[JudgeCall] = Field(default_factory=list)
     error: str | None = None
     """Why ``correct`` is ``None``."""
+    reason: str | None = None
+    """The rule that decided, in words (``wrong: the reply has 36 words; at most 30 count``)."""
     details: dict[str, float | str | None] = Field(default_factory=dict)
 
 

@@ -76,7 +76,9 @@ class MultipleChoice:
         if gold is None:
             raise ValueError(f"task {task.id}: answer {label!r} is not an option letter")
         correct = letter == gold
+        read = f"letter {letter}" if letter else "no option letter"
         return Score(
+            reason=f"{'right' if correct else 'wrong'}: {read} read, {gold} expected",
             scorer=self.name,
             value=1.0 if correct else 0.0,
             correct=correct,

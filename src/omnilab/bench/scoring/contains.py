@@ -51,12 +51,21 @@ class AnswerInReply:
         extracted = extract_answer(prediction)
         candidate = (extracted if extracted is not None else prediction).strip()
         reply = words(candidate)
-        correct = (
-            len(reply) <= MAX_WORDS
-            and any(_contains(reply, words(answer)) for answer in task.answers.all)
-            and not any(_contains(reply, words(wrong)) for wrong in _wrong_choices(task))
-        )
+        found = next((a for a in task.answers.all if _contains(reply, words(a))), None)
+        named = next((w for w in _wrong_choices(task) if _contains(reply, words(w))), None)
+        correct = len(reply) <= MAX_WORDS and found is not None and named is None
+        if len(reply) > MAX_WORDS:
+            reason = (
+                f"wrong: the reply has {len(reply)} words; {self.name} reads at most {MAX_WORDS}"
+            )
+        elif found is None:
+            reason = "wrong: no acceptable answer occurs in the reply as whole words"
+        elif named is not None:
+            reason = f"wrong: the reply also names {named!r}, which is not an answer"
+        else:
+            reason = f"right: {found!r} occurs in the reply as whole words"
         return Score(
+            reason=reason,
             scorer=self.name,
             value=1.0 if correct else 0.0,
             correct=correct,

@@ -188,6 +188,7 @@ class OmniGaiaScorer:
                 correct=True,
                 exact_match=True,
                 extracted=extracted,
+                reason="right: equals an acceptable answer (exact match, no judge asked)",
                 details=self._both(task, prediction, None, None),
             )
         shown = judge_input(prediction, rules)
@@ -198,6 +199,7 @@ class OmniGaiaScorer:
                 correct=False,
                 exact_match=False,
                 extracted=extracted,
+                reason="wrong: the output is empty",
                 details={"reason": "empty output", **self._both(task, prediction, None, None)},
             )
         call = await self.judge.judge(task.question, shown, task.answers.label)
@@ -215,6 +217,12 @@ class OmniGaiaScorer:
             judge_input=shown,
             judges=[call],
             error=call.error if correct is None else None,
+            reason=(
+                "undecided: the judge gave no verdict"
+                if correct is None
+                else f"{'right' if correct else 'wrong'}: the judge ({call.judge}) said so; "
+                "no exact match"
+            ),
             details=self._both(task, prediction, shown, call),
         )
 

@@ -148,5 +148,12 @@ class OmniAgentScorer:
         if self.rules == "omnilab":
             return mine.model_copy(update={"details": details})
         return mine.model_copy(
-            update={"scorer": self.name, "value": reward, "correct": theirs, "details": details}
+            update={
+                "scorer": self.name,
+                "value": reward,
+                "correct": theirs,
+                "details": details,
+                "reason": f"{'right' if theirs else 'wrong'}: the release's reward is {reward:g} "
+                f"(above {CORRECT_ABOVE:g} counts)",
+            }
         )

@@ -55,7 +55,14 @@ class AnswerSetMatch:
         extracted = extract_answer(prediction)
         candidate = extracted if extracted is not None or self.require_tag else prediction.strip()
         correct = candidate is not None and matches_any(candidate, task.answers.all)
+        if candidate is None:
+            reason = f"wrong: no <answer> tag to read ({self.name} requires one)"
+        elif correct:
+            reason = "right: equals an acceptable answer (case and spacing ignored)"
+        else:
+            reason = "wrong: differs from every acceptable answer (case and spacing ignored)"
         return Score(
+            reason=reason,
             scorer=self.name,
             value=1.0 if correct else 0.0,
             correct=correct,

@@ -145,6 +145,7 @@ def _chat(
             raise ProviderError(
                 ErrorKind.UNSUPPORTED_MEDIA,
                 f"the local model takes text only (got {', '.join(kinds)})",
+                sent=False,
             )
         if m.role == "assistant" and m.tool_calls:
             for call in m.tool_calls:

@@ -170,6 +170,12 @@ class OpenAIAdapter:
         elif kind is ErrorKind.BAD_REQUEST and has_media(messages):
             kind = ErrorKind.UNSUPPORTED_MEDIA
             detail = f"server rejected a request with media ({detail})"
+        elif kind is ErrorKind.SERVER and has_media(messages) and _media_refusal(detail):
+            # a server's known crash on content parts it cannot read: the same request fails
+            # the same way, so it is not retried
+            kind = ErrorKind.UNSUPPORTED_MEDIA
+            reason = detail.split('  File "')[0].strip()
+            detail = f"the server cannot read the request's media ({reason})"
         elif (refused := _refused_feature(kind, detail, fields)) is not None:
             # Not retried: the same request fails the same way (llama-cpp-python's server
             # answers a field it cannot validate with a 500 and a traceback; keep the reason).
@@ -227,6 +233,21 @@ _FEATURE_ADVICE = {
     "logprobs": "ask this model for no logprobs (drop logprobs/top_logprobs), or serve it with them",
     "top_logprobs": "ask for no top_logprobs, or serve the model with them",
 }
+
+
+# What servers say (often in a 500) when a chat template or model cannot take content parts:
+# llama-cpp-python's text-only chat formats add a list of parts to a string.
+_MEDIA_REFUSALS = (
+    'can only concatenate str (not "list") to str',
+    "image input is not supported",
+    "does not support image",
+    "is not a multimodal model",
+)
+
+
+def _media_refusal(detail: str) -> bool:
+    lowered = detail.lower()
+    return any(phrase in lowered for phrase in _MEDIA_REFUSALS)
 
 
 def _refused_feature(kind: ErrorKind, detail: str, fields: set[str]) -> str | None:

@@ -66,6 +66,7 @@ def _unsupported(model: str, kind: str, name: str, flag: str) -> ProviderError:
     return ProviderError(
         ErrorKind.UNSUPPORTED_MEDIA,
         f"{model} does not take {kind} ({name}); capability flag '{flag}' is off",
+        sent=False,
     )
 
 

@@ -1,0 +1,171 @@
+"""Issue 42 part B, paths named by data and run folders: the harness (often root) acts on a
+dataset's file list, a trajectory's message parts, a name swapped between a check and a use, and
+folders another user made. Each attack plants one of those against a root-only (0600) file, in
+the harness itself (no sandboxed code is needed to plant them), so every level must contain it.
+The video pixel limit (an 8192x8192 H.264 file) is left to ``tests/media/test_probe_once.py``:
+encoding it takes seconds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from pathlib import Path
+
+from attacks.registry import ALL, Ctx, Verdict, attack
+
+SECRET = b"root:$6$secret-hash:19000:0:99999:7:::\n"
+
+
+def _scratch(ctx: Ctx) -> Path:
+    folder = ctx.root / f"data-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(mode=0o700)
+    return folder
+
+
+def _secret(root: Path, name: str = "shadow") -> Path:
+    folder = root / "private"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / name
+    path.write_bytes(SECRET)
+    path.chmod(0o600)
+    return path
+
+
+def _dataset(folder: Path, files: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / "tasks.jsonl"
+    lines = [
+        json.dumps({"id": f"t{i}", "question": "q?", "answer": "a", "files": [f]})
+        for i, f in enumerate(files)
+    ]
+    data.write_text("\n".join(lines) + "\n")
+    return data
+
+
+@attack("dataset names an absolute path or '..' escapes", ALL)
+def dataset_escape(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab.bench import load_dataset
+    from omnilab.bench.errors import DatasetError
+
+    secret = _secret(root)
+    tries = [str(secret), "../private/shadow", "a/../../private/shadow", "a/b/../../../private/x"]
+    loaded = []
+    for given in tries:
+        try:
+            load_dataset("jsonl", _dataset(root / "ds" / "media", [given]))
+            loaded.append(given)
+        except DatasetError:
+            pass
+    return not loaded, f"loaded {loaded}" if loaded else f"{len(tries)} paths refused"
+
+
+@attack("dataset file is a link beneath the media root", ALL)
+def dataset_link(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab.agents.base import AgentConfigError
+    from omnilab.agents.coder.staging import stage_inputs
+    from omnilab.bench import load_dataset
+    from omnilab.bench.agent_task import agent_task
+
+    secret = _secret(root)
+    media = root / "dsl" / "media" / "deep"
+    media.mkdir(parents=True)
+    (media / "clip.wav").symlink_to(secret)
+    (task,) = load_dataset("jsonl", _dataset(root / "dsl" / "media", ["deep/clip.wav"])).tasks
+    ws = root / "ws-link"
+    ws.mkdir()
+    try:
+        stage_inputs(agent_task(task), ws)
+    except AgentConfigError as exc:
+        return True, f"staging refused: {exc}"
+    staged = (ws / "inputs" / "clip.wav").read_bytes()
+    return SECRET not in staged, "the root-only file was staged into the workspace"
+
+
+@attack("trajectory part names /etc/shadow, report copies it", ALL)
+def trajectory_part(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab.content import Audio, Document
+    from omnilab.report.media import MediaCopier
+
+    secret = _secret(root)
+    run = root / "run"
+    run.mkdir()
+    (run / "link.wav").symlink_to(secret)
+    parts = [Audio(path=secret), Document(path=run / ".." / "private" / "shadow")]
+    parts.append(Audio(path=run / "link.wav"))
+    with MediaCopier(root / "report", roots=(run,)) as copier:
+        refs = [copier.ref(p) for p in parts]
+    media = root / "report" / "media"
+    copied = [p.read_bytes() for p in media.iterdir()] if media.is_dir() else []
+    leaked = any(SECRET in blob for blob in copied)
+    return not leaked, "; ".join(r.note or "copied" for r in refs)
+
+
+@attack("probe: name swapped for a link after the check", ALL)
+def probe_swap(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    import importlib
+
+    from omnilab import _wsread
+    from omnilab.media import MediaError, probe, synth
+
+    module = importlib.import_module("omnilab.media.probe")
+    (root / "private").mkdir(mode=0o700)
+    secret = synth.make_video(root / "private" / "labels.mp4", duration=1.0)
+    secret.chmod(0o600)
+    ws = root / "ws-probe"
+    ws.mkdir()
+    _wsread.mark_untrusted(ws)
+    name = synth.make_video(ws / "clip.mp4", duration=1.0)
+    real = module.check_file
+
+    def swap(path: Path) -> Path:
+        checked: Path = real(path)
+        name.replace(ws / "old.mp4")
+        name.symlink_to(secret)
+        return checked
+
+    module.check_file = swap
+    try:
+        info = probe(name)
+    except MediaError as exc:
+        return True, f"refused: {exc}"
+    finally:
+        module.check_file = real
+    return False, f"probed the swapped-in file ({info.path})"
+
+
+@attack("runs folder is another user's link", ALL)
+def runs_link(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.api import new_run_dir
+
+    secret = _secret(root)
+    (root / "omnilab-runs").symlink_to(secret.parent)
+    try:
+        folder = new_run_dir(root / "omnilab-runs")
+    except UnsafeFolderError as exc:
+        return True, f"refused: {exc}"
+    return False, f"run folder made at {folder}, through the link"
+
+
+@attack("link planted at run.json / trajectory.jsonl", ALL)
+def run_file_links(ctx: Ctx) -> Verdict:
+    root = _scratch(ctx)
+    from omnilab._atomic import write_atomic
+    from omnilab.trajectory import TrajectoryWriter
+
+    secret = _secret(root)
+    run = root / "run-files"
+    run.mkdir(mode=0o700)
+    (run / "run.json").symlink_to(secret)
+    (run / "trajectory.jsonl").symlink_to(secret)
+    write_atomic(run / "run.json", "{}\n")
+    with contextlib.suppress(OSError), TrajectoryWriter(run / "trajectory.jsonl"):
+        pass
+    intact = secret.read_bytes() == SECRET
+    return intact, "the root-only file is intact" if intact else "written through the link"
