@@ -321,7 +321,8 @@ def copy_to(
     size); returns the bytes copied."""
     fd, _ = open_file(path, root=root, max_bytes=max_bytes)
     try:
-        return copy_open(fd, target, name=str(path), max_bytes=max_bytes)
+        name = str(path.shown()) if isinstance(path, DataPath) else str(path)
+        return copy_open(fd, target, name=name, max_bytes=max_bytes)
     finally:
         os.close(fd)
 
