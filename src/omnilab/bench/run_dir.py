@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._ownfolders import private_folder
 from omnilab._version import __version__
@@ -324,7 +325,7 @@ class RunDir:
         if not self.config_file.is_file():
             raise BenchError(f"{self.path} is not a run folder (no run.json); check the path")
         try:
-            return RunConfig.model_validate_json(self.config_file.read_text(encoding="utf-8"))
+            return RunConfig.model_validate_json(_wsread.read_bytes(self.config_file))
         except (OSError, ValidationError) as e:
             raise BenchError(f"cannot read {self.config_file}: {_first_line(e)}") from None
 
