@@ -136,3 +136,23 @@ def test_help_shows_no_type_after_flags(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "--check" in proc.stdout and "<bool>" not in proc.stdout
     assert "<path>" in proc.stdout  # options that take a value keep their type
+
+
+@pytest.mark.parametrize(
+    ("typed", "offered"),
+    [("--bogus", None), ("--outt", "--out"), ("--limt", "--limit")],
+)
+def test_an_unknown_option_suggests_only_options_spelled_like_it(
+    tmp_path: Path, typed: str, offered: str | None
+) -> None:
+    """Issue 44.22: ``--bogus`` offered ``--out`` (the shared dashes alone passed difflib's cutoff)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "omnilab", "eval", "offline-suite", typed],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"No such option: {typed}" in proc.stderr
+    if offered is None:
+        assert "Possible options" not in proc.stderr
+    else:
+        assert f"Possible options: {offered}" in proc.stderr

@@ -176,10 +176,46 @@ def _plain_flags() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _close_options() -> None:
+    """Suggest options by their names alone: click (and the copy of it typer 0.2x carries)
+    compares whole spellings with difflib, where the shared leading dashes pass its cutoff by
+    themselves (``--bogus`` offered ``--out``). The suggestions it made are filtered again."""
+    import contextlib
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        with contextlib.suppress(ImportError, AttributeError):
+            _filter_suggestions(importlib.import_module(module).NoSuchOption)
+
+
+def _filter_suggestions(cls: Any) -> None:
+    import difflib
+
+    init = cls.__init__
+    if getattr(init, "omnilab_close_options", False):
+        return
+
+    def filtered_init(
+        self: Any,
+        option_name: str,
+        message: str | None = None,
+        possibilities: Any = None,
+        ctx: Any = None,
+    ) -> None:
+        init(self, option_name, message, possibilities, ctx)
+        bare = {str(p).lstrip("-"): str(p) for p in self.possibilities or ()}
+        close = difflib.get_close_matches(option_name.lstrip("-"), list(bare))
+        object.__setattr__(self, "possibilities", [bare[c] for c in close] or None)
+
+    filtered_init.omnilab_close_options = True  # type: ignore[attr-defined]
+    cls.__init__ = filtered_init
+
+
 def main() -> None:
     """Run the CLI; user errors print one line on stderr and exit with status 1 (4 when the
     model or its endpoint failed; see :mod:`omnilab.cli.exit_codes`)."""
     _plain_flags()  # --help: no <bool> after flags
+    _close_options()  # an unknown option suggests only options spelled like it
     try:
         app()
     except OmnilabError as e:
