@@ -64,6 +64,7 @@ RUN_SCHEMA_VERSION = 1
 _SAFE_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_QUERY_VALUE = re.compile(r"(?<=[?&])([^=&#\s]+)=[^&#\s]*")
 
 MissingMedia = Literal["fail", "drop"]
 """What a run does with a task whose input files are missing (see ``RunConfig.missing_media``)."""
@@ -132,8 +133,9 @@ def sample_stem(task_id: str, sample: int) -> str:
 
 
 def redact_url(name: str) -> str:
-    """A model name with any ``user:password@`` in its URL replaced, so run.json holds no key."""
-    return _USERINFO.sub("***@", name)
+    """A model name with any ``user:password@`` and every query value (``?api-key=...``) in its URL
+    replaced, so run.json holds no key."""
+    return _QUERY_VALUE.sub(r"\1=***", _USERINFO.sub("***@", name))
 
 
 def sha256_file(path: Path) -> str:
