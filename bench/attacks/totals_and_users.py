@@ -5,6 +5,9 @@ swapped for a link during a run. The totals and uids exist only with a root harn
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import os
 import subprocess
 import tempfile
@@ -259,3 +262,42 @@ def uid_of_a_passwd_user(ctx: Ctx) -> Verdict:
 @attack("a group made with groupadd holds the workspace's gid", OWN_UID)
 def gid_of_a_local_group(ctx: Ctx) -> Verdict:
     return _taken_by_local(ctx, "group")
+
+
+@attack("swap the views folder itself for a link during the run", ALL)
+def views_folder_swap(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: the view swap one level up (the folder, not the file)."""
+    from PIL import Image as PILImage
+
+    from omnilab.agents.view_check import vet_views
+    from omnilab.agents.views import save_view
+    from omnilab.content import Image, Text
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.models.providers.openai_wire import wire_messages
+    from omnilab.models.types import Message
+
+    ws = ctx.ws()
+    view = save_view(PILImage.new("RGB", (16, 16)), ws / "views", "image_1.jpg")
+    private = ctx.root / f"private-views-{uuid.uuid4().hex[:6]}"
+    private.mkdir(mode=0o700)
+    marker = PILImage.new("RGB", (16, 16), (255, 0, 0))
+    marker.save(private / "image_1.jpg")
+    (private / "image_1.jpg").chmod(0o600)
+    ctx.run(
+        f"import os, shutil; shutil.rmtree('views'); os.symlink({str(private)!r}, 'views')",
+        ws=ws,
+    )
+    messages = [Message.user("what is it?", Image(path=view))]
+    vetted = {**dict(enumerate(messages)), **vet_views(messages)}
+    try:
+        wire = wire_messages(list(vetted.values()), Capabilities(image=True), "m")
+    except Exception as exc:
+        return False, f"the model call failed: {exc}"
+    sent = str(wire)
+    leaked = False
+    for chunk in sent.split("base64,")[1:]:
+        data = base64.b64decode(chunk.split("'")[0].split('"')[0] + "==")
+        with contextlib.suppress(Exception):
+            leaked |= PILImage.open(io.BytesIO(data)).convert("RGB").getpixel((8, 8))[0] > 200
+    notice = [p for p in vetted[0].content if isinstance(p, Text) and "replaced" in p.text]
+    return not leaked, "root's picture sent" if leaked else f"not sent (notice: {bool(notice)})"
