@@ -7,6 +7,7 @@ isolation level. Two wider gaps are written down as strict expected failures."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,22 @@ def test_a_file_writable_by_the_users_own_group_stays_trusted(
     config.chmod(0o664)
     monkeypatch.setenv("OMNILAB_CONFIG", str(config))
     assert _taken() == "process"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_trust_store_another_user_owns_trusts_nothing(home: Path) -> None:
+    """``sudo -E``: XDG_STATE_HOME names the caller's folder, where the caller can write a trust
+    store that trusts their own project file for root."""
+    from omnilab._trust import content_hash, trust_store
+
+    Path("omnilab.toml").write_text(ROOT_CODE)
+    store = trust_store()
+    store.parent.mkdir(parents=True)
+    real = os.path.realpath("omnilab.toml")
+    store.write_text(json.dumps({"version": 1, "files": {real: content_hash(ROOT_CODE.encode())}}))
+    assert _taken() == "process"  # root's own store: trusted
+    os.chown(store, 65534, 65534)
+    assert "sandbox.isolation" in _error()
+    os.chown(store, 0, 0)
+    store.chmod(0o666)
+    assert "sandbox.isolation" in _error()

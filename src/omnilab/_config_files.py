@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any, Literal
 
 import platformdirs
 
-from omnilab._trust import TrustState, read_config_bytes, trust_state
+from omnilab._trust import TrustState, foreign_writer, read_config_bytes, trust_state
 from omnilab.errors import OmnilabError
 
 __all__ = [
@@ -140,39 +139,10 @@ def _layer(path: Path, role: _Role) -> ConfigLayer:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from None
     trust: TrustState = trust_state(path, raw) if role == "project" else "trusted"
-    foreign = _foreign(path) if role != "project" else None
+    foreign = foreign_writer(path) if role != "project" else None
     if foreign is not None:  # the operator named it, but someone else can write it
         trust = "untrusted"
     return ConfigLayer(path, role, exists=True, trust=trust, data=data, foreign=foreign)
-
-
-def _foreign(path: Path) -> str | None:
-    """Why someone other than the user (or root) can change ``path``, else None: a file owned
-    by another user (``sudo`` keeping the caller's ``XDG_CONFIG_HOME``), writable by group or
-    others, or in a folder they can write without a sticky bit (they can replace the file)."""
-    real = Path(os.path.realpath(path))
-    me = os.geteuid()
-    try:
-        file, folder = real.stat(), real.parent.stat()
-    except OSError:
-        return None  # read above: it exists
-    if file.st_uid not in (me, 0):
-        return f"owned by uid {file.st_uid}"
-    if _others_write(file):
-        return f"writable by other users (mode {stat.S_IMODE(file.st_mode):o})"
-    if folder.st_mode & stat.S_ISVTX:
-        return None
-    if folder.st_uid not in (me, 0):
-        return f"in {real.parent}, owned by uid {folder.st_uid}"
-    if _others_write(folder):
-        return f"in {real.parent}, writable by other users"
-    return None
-
-
-def _others_write(st: os.stat_result) -> bool:
-    """Writable by others, or by a group other than the user's own (umask 002 gives a user's
-    files to their private group: that is not someone else)."""
-    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getegid()))
 
 
 def describe_config() -> list[dict[str, Any]]:
