@@ -27,7 +27,7 @@ What it does:
    (process start-up, the runner, the model calls): a run's **media CPU** is its CPU minus that.
 5. Optionally (``--rss-concurrency N``, 0 to skip) a cold run at concurrency N, for its peak RSS.
 6. The floors (``bench/media_floors.py``), on one of the videos: the ffmpeg CLI
-   (imageio-ffmpeg's binary) decoding the same frames (one ``-ss T -i FILE`` input per frame, 16
+   (the system's ``ffmpeg`` where there is one, else imageio-ffmpeg's binary) decoding the same frames (one ``-ss T -i FILE`` input per frame, 16
    inputs per process, scaled to 512 px with lanczos and written as JPEG) and extracting the soundtrack to 16 kHz mono WAV; against
    omnilab preparing the same (``jpeg_frames`` and ``audio_segment`` into an empty cache), each
    in a fresh process, CPU of all threads; and the **lower bound** of any byte-identical

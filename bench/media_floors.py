@@ -7,6 +7,7 @@ wall, CPU of all threads, peak RSS, from ``wait4``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,9 +127,7 @@ def ffmpeg_frames(video: Path, times: list[float], last: float, folder: Path) ->
     (lanczos) and written as JPEG: the cheaper of seeking to each time (one ``-ss T -i FILE``
     input per frame, ``FFMPEG_INPUTS`` inputs per process; what sparse frames cost) and one pass
     over the video selecting the frames by index (what dense frames cost)."""
-    import imageio_ffmpeg
-
-    exe = imageio_ffmpeg.get_ffmpeg_exe()
+    exe = floor_ffmpeg()
     scale = f"scale={MAX_EDGE}:-2:flags=lanczos"
     seeking = 0.0
     for lo in range(0, len(times), FFMPEG_INPUTS):
@@ -158,10 +157,21 @@ def _any_of(terms: list[str]) -> str:
     return f"({_any_of(terms[:mid])}+{_any_of(terms[mid:])})"
 
 
-def ffmpeg_audio(video: Path, folder: Path) -> float:
-    import imageio_ffmpeg
+def floor_ffmpeg() -> str:
+    """The fastest ffmpeg on the machine: the system's (``ffmpeg`` on PATH) where there is one,
+    else imageio-ffmpeg's static binary (for the soundtrack it took 2.6-2.9x the CPU of Debian's
+    ffmpeg 5.1 here; about the same for frames: docs/performance.md, issue 48). Says which."""
+    exe = shutil.which("ffmpeg")
+    if exe is None:
+        import imageio_ffmpeg
 
-    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-y", "-i", str(video), "-vn"]
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    print(f"ffmpeg CLI floor: {exe}", flush=True)
+    return exe
+
+
+def ffmpeg_audio(video: Path, folder: Path) -> float:
+    cmd = [floor_ffmpeg(), "-v", "error", "-y", "-i", str(video), "-vn"]
     cmd += ["-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(folder / "ff.wav")]
     return run_child(cmd).cpu_s
 

@@ -1,5 +1,14 @@
 """Token-exact rollouts against plain ``eval``: rollouts per second and CPU seconds per rollout.
 
+Two backends, each measured both ways on the same tasks: the embedded model (``--model``,
+``local:smollm2``) and a fake OpenAI-compatible server in this process (``vllm:fake@...``), whose
+plain path answers ``/chat/completions`` and whose token-exact path answers ``/completions`` with
+vLLM's fields (``token_ids``, ``logprobs.token_logprobs``) for a token-id prompt, the same reply
+text both ways. The fake server's policy tokenizer is a one-id-per-character ChatML stand-in (no
+transformers needed), so that row measures omnilab's own client-side work (template, ledger,
+HTTP, trajectory ids), not a real tokenizer's; the server's threads are in this process, so their
+CPU counts on both paths alike.
+
 Both paths run the same generated tasks with the same agent, model, budgets and seeds, one after
 the other in one process (each path runs once unmeasured first, to load its model into the
 worker). The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
@@ -14,6 +23,7 @@ more CPU (per generated token, with this caveat).
 Usage::
 
     python bench/rollout.py [--tasks 4] [--samples 2] [--max-tokens 32] [--model local:smollm2]
+                            [--backends embedded,fake]
 """
 
 from __future__ import annotations
@@ -26,15 +36,56 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from omnilab.agents.base import Budgets
 from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import Components, evaluate, new_config
 from omnilab.models import get_model
+from omnilab.models.fake_server import FakeOpenAIServer, FakeReply, RecordedRequest, reply_text
 from omnilab.models.providers import local_runtime
 from omnilab.rl import rollout
 
 _TICK = os.sysconf("SC_CLK_TCK")
+_REPLY = "The sum is <answer>4</answer>."
+"""What the fake server answers every call with, on both paths."""
+
+
+class CharChatML:
+    """The fake policy's tokenizer: ChatML over one id per character, ``|`` ends a turn."""
+
+    tokenizer = "chars"
+
+    async def render(self, chat: list[dict[str, Any]], *, generation: bool) -> tuple[str, bool]:
+        text = "".join(f"<|{m['role']}|>{m['content']}|\n" for m in chat)
+        return text + ("<|assistant|>" if generation else ""), False
+
+    async def encode(self, text: str, *, first: bool) -> list[int]:
+        return [ord(c) for c in text]
+
+    async def decode(self, ids: list[int]) -> str:
+        return "".join(chr(i) for i in ids)
+
+    async def end_of_turn(self) -> tuple[int, str]:
+        return ord("|"), "|"
+
+
+class TokenServer(FakeOpenAIServer):
+    """The fake server: chat completions on ``/chat/completions``, vLLM-style token ids on
+    ``/completions`` (the prompt a list of ids; ``token_ids`` and one logprob per id back)."""
+
+    def _next(self, request: RecordedRequest) -> FakeReply:
+        super()._next(request)
+        if request.path.endswith("/chat/completions"):
+            return reply_text(_REPLY, completion_tokens=len(_REPLY))
+        ids = [ord(c) for c in _REPLY + "|"]
+        prompt = request.body.get("prompt") if isinstance(request.body, dict) else None
+        choice = {"index": 0, "text": _REPLY + "|", "finish_reason": "stop", "token_ids": ids,
+                  "logprobs": {"token_logprobs": [-0.25] * len(ids)}}  # fmt: skip
+        usage = {"prompt_tokens": len(prompt or []), "completion_tokens": len(ids),
+                 "total_tokens": len(prompt or []) + len(ids)}  # fmt: skip
+        return FakeReply(body={"id": "cmpl-fake", "object": "text_completion", "model": "fake",
+                               "choices": [choice], "usage": usage})  # fmt: skip
 
 
 def _worker_cpu() -> float:
@@ -77,16 +128,19 @@ async def _measure(run: Callable[[], Awaitable[Path]]) -> tuple[float, float, tu
     return time.perf_counter() - wall, _cpu() - cpu, _counts(folder)
 
 
-async def main() -> None:
-    """Run both paths and print one table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=4)
-    parser.add_argument("--samples", type=int, default=2)
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--model", default="local:smollm2")
-    args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bench-rollout-"))
-    data = _tasks(root, args.tasks)
+Figures = dict[str, tuple[float, float, tuple[int, int, int]]]
+
+
+async def _compare(
+    model: str,
+    data: Path,
+    root: Path,
+    args: argparse.Namespace,
+    samples: int,
+    tokenizer: Any = None,
+) -> Figures:
+    """Plain ``eval`` and token-exact ``rollout`` of the same tasks with ``model``, ``samples``
+    rollouts of each."""
     options = {"generate": {"max_tokens": args.max_tokens, "temperature": 0.7}}
     budgets = Budgets(max_turns=1)
     runs = 0
@@ -95,35 +149,74 @@ async def main() -> None:
         nonlocal runs
         runs += 1
         config = new_config(
-            "jsonl", data, agent="tir", model=args.model, agent_options=options,
-            budgets=budgets, samples=args.samples, cache=False, tools=[],
+            "jsonl", data, agent="tir", model=model, agent_options=options,
+            budgets=budgets, samples=samples, cache=False, tools=[],
         )  # fmt: skip
-        model = get_model(args.model, cache=False)
-        await evaluate(config, root / f"plain-{runs}", components=Components(model=model))
+        plain_model = get_model(model, cache=False)
+        await evaluate(config, root / f"plain-{runs}", components=Components(model=plain_model))
         return root / f"plain-{runs}"
 
     async def exact() -> Path:
         nonlocal runs
         runs += 1
-        await rollout(
-            "jsonl", data=data, agent="tir", model=args.model, samples=args.samples,
+        found = await rollout(
+            "jsonl", data=data, agent="tir", model=model, samples=samples,
             run_dir=root / f"exact-{runs}", agent_options=options, budgets=budgets, tools=[],
+            tokenizer=tokenizer,
         )  # fmt: skip
+        if not found or not all(r.response_ids for r in found):
+            raise SystemExit(f"{model}: the token-exact path recorded no token ids")
         return root / f"exact-{runs}"
 
     await plain()  # load each model once before measuring
     await exact()
-    figures = {"plain eval": await _measure(plain), "token-exact": await _measure(exact)}
-    print(f"{args.tasks} tasks x {args.samples} samples, {args.model}, tir, 1 turn")
-    print(f"{'path':<12} {'rollouts':>8} {'per s':>7} {'CPU s/rollout':>14} {'CPU s/call':>11} "
-          f"{'CPU ms/token':>13}")  # fmt: skip
-    per_token = {}
-    for name, (wall, cpu, (done, calls, tokens)) in figures.items():
-        per_token[name] = cpu / max(tokens, 1)
-        print(f"{name:<12} {done:>8} {done / wall:>7.3f} {cpu / max(done, 1):>14.2f} "
-              f"{cpu / max(calls, 1):>11.2f} {1000 * per_token[name]:>13.1f}")  # fmt: skip
-    overhead = 100 * (per_token["token-exact"] / per_token["plain eval"] - 1)
-    print(f"token-exact CPU overhead per generated token: {overhead:+.1f} % (target <= 10 %)")
+    return {"plain eval": await _measure(plain), "token-exact": await _measure(exact)}
+
+
+async def main() -> None:
+    """Run both paths on each backend and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--model", default="local:smollm2", help="the embedded backend's model")
+    parser.add_argument("--backends", default="embedded,fake", help="embedded, fake or both")
+    parser.add_argument(
+        "--fake-samples", type=int, default=25,
+        help="samples per task on the fake server (its calls take ms: more for stable CPU figures)",
+    )  # fmt: skip
+    args = parser.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not backends or set(backends) - {"embedded", "fake"}:
+        parser.error("--backends takes embedded, fake or embedded,fake")
+    root = Path(tempfile.mkdtemp(prefix="bench-rollout-"))
+    data = _tasks(root, args.tasks)
+    table: dict[str, Figures] = {}
+    if "embedded" in backends:
+        table[args.model] = await _compare(args.model, data, root / "embedded", args, args.samples)
+    if "fake" in backends:
+        with TokenServer(keep_bodies=True) as server:
+            name = f"vllm:fake@{server.base_url}"
+            fake = await _compare(name, data, root / "fake", args, args.fake_samples, CharChatML())
+            table["fake server"] = fake
+    print(f"{args.tasks} tasks, tir, 1 turn; samples per task: {args.samples} embedded, "
+          f"{args.fake_samples} fake server")  # fmt: skip
+    print(f"{'backend':<14} {'path':<12} {'rollouts':>8} {'per s':>8} {'CPU s/rollout':>14} "
+          f"{'CPU s/call':>11} {'CPU ms/token':>13}")  # fmt: skip
+    for backend, figures in table.items():
+        per_token = {}
+        for name, (wall, cpu, (done, calls, tokens)) in figures.items():
+            per_token[name] = cpu / max(tokens, 1)
+            print(f"{backend:<14} {name:<12} {done:>8} {done / wall:>8.2f} "
+                  f"{cpu / max(done, 1):>14.3f} {cpu / max(calls, 1):>11.3f} "
+                  f"{1000 * per_token[name]:>13.2f}")  # fmt: skip
+        overhead = 100 * (per_token["token-exact"] / per_token["plain eval"] - 1)
+        rollout_cpu = [figures[p][1] / max(figures[p][2][0], 1) for p in figures]
+        print(
+            f"{backend}: token-exact CPU overhead per generated token {overhead:+.1f} %, "
+            f"per rollout {100 * (rollout_cpu[1] / rollout_cpu[0] - 1):+.1f} % "
+            "(target <= 10 %)"
+        )
 
 
 if __name__ == "__main__":

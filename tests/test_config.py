@@ -24,7 +24,7 @@ def _write_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) ->
 def test_defaults_without_file_or_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OMNILAB_CACHE_DIR")
     s = Settings()
-    assert s.media.max_frames == 256
+    assert s.media.max_frames == 512
     assert s.media.audio_sample_rate == 16_000
     assert s.cache_dir.name == "omnilab"
 
@@ -138,4 +138,4 @@ def test_config_command_masks_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert result.exit_code == 0, result.output
     assert "sk-very-secret" not in result.output
     assert '"models.api_keys": {\n    "openai": "***"' in result.output
-    assert '"media.max_frames": 256' in result.output
+    assert '"media.max_frames": 512' in result.output

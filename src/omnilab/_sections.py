@@ -31,8 +31,9 @@ class _Section(BaseModel):
 class MediaSettings(_Section):
     """Limits and defaults of the media environment."""
 
-    max_frames: int = Field(default=256, ge=1)
-    """Most frames one request may ask for (``TOO_MANY_FRAMES`` above it)."""
+    max_frames: int = Field(default=512, ge=1)
+    """Most frames one request may ask for (``TOO_MANY_FRAMES`` above it). The default is the
+    most a benchmark delivery sends (``frames_max`` <= 512), so none is refused at its limit."""
 
     max_clip_seconds: float = Field(default=600.0, gt=0)
     """Longest clip one request may cut (``TOO_LONG`` above it)."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from omnilab import _wsread
 from omnilab._datapath import DataPath
+from omnilab._urls import is_remote, url_name
 from omnilab.content import Audio, Document, Image, MediaContent, Video
 from omnilab.errors import OmnilabError
 
@@ -71,6 +72,12 @@ class InputFile(BaseModel):
     renamed_from: str | None = None
     """The id the dataset gave this file when another input of the task already had it (the
     file then got a suffixed id, see :func:`unique_ids`)."""
+    url: str | None = None
+    """Where the file is fetched from when it is at a URL (:mod:`omnilab.media.remote`): before
+    the task runs, the URL as the dataset gave it; once fetched where the task runs (``path``
+    is then the local copy), the URL without its query or user info (what may be recorded)."""
+    version: str | None = None
+    """The object's version the run recorded first (a resumed run refuses a changed object)."""
     root: Path | None = Field(default=None, exclude=True)
     """The folder the data declared ``path`` beneath (a dataset's media root): the file is then
     opened beneath it through no link (:attr:`source`). ``None``: the user's own file."""
@@ -200,6 +207,17 @@ def _detect_kind(path: Path) -> FileKind:
         return guessed
 
 
+def _fetched(url: str) -> tuple[Path, str]:
+    """The local copy of the input at ``url`` and its public URL (one-line errors)."""
+    # Imported here: the fetch layer loads the media package, which callers that only build
+    # sets from local files never need.
+    from omnilab.media.remote import fetch
+    from omnilab.media.remote_named import named_copy
+
+    got = fetch(url)
+    return named_copy(got.path, url_name(got.url)), got.url
+
+
 class InputSet:
     """The inputs of one task, addressable by id or file name only."""
 
@@ -218,8 +236,15 @@ class InputSet:
         counts: dict[str, int] = {}
         files: list[InputFile] = []
         for given in paths:
-            path = Path(given).expanduser()
-            if _wsread.untrusted_root(path) is not None:
+            url: str | None = None
+            if is_remote(given):
+                # A URL (s3://, https://, ...) is fetched into the media cache first; only its
+                # public form (no query, no user info) is kept, as ``given`` and ``url``.
+                path, url = _fetched(str(given))
+                given = url
+            else:
+                path = Path(given).expanduser()
+            if url is None and _wsread.untrusted_root(path) is not None:
                 # Named by data (a request, a dataset): kept beneath its root, never resolved
                 # through a link, and checked by the no-follow rules.
                 path = Path(os.path.abspath(path))  # noqa: PTH100 - lexical
@@ -230,7 +255,9 @@ class InputSet:
             kind = _detect_kind(path)
             counts[kind] = counts.get(kind, 0) + 1
             files.append(
-                InputFile(id=f"{kind}_{counts[kind]}", kind=kind, path=path, given=str(given))
+                InputFile(
+                    id=f"{kind}_{counts[kind]}", kind=kind, path=path, given=str(given), url=url
+                )
             )
         return cls(files)
 

@@ -12,6 +12,7 @@ from test_master_kit import decision, model, plan, run_master
 from test_master_release import ReleasePool, notes
 
 from omnilab.agents.master import release
+from omnilab.bench.protocols import get_protocol
 from omnilab.media.synth import make_image
 
 
@@ -82,3 +83,23 @@ def test_without_text_input_the_text_agent_makes_no_call(tmp_path: Path) -> None
     asked = [m[-1].text.rsplit("\n", 1)[-1] for m in pool.seen if m[0].role == "user"]
     assert "What is shown?" in asked and "Think about it?" not in asked
     assert run.stats["skipped_agents"] == 1.0
+
+
+def test_under_the_preset_only_the_text_agent_drops_a_think_part(tmp_path: Path) -> None:
+    # utils.py postprocessing runs on the text agent's replies only; the image agent's reply
+    # reaches the master as sent. Before, the model layer moved <think> out of every reply.
+    photo = make_image(tmp_path / "photo.png")
+    reply = plan("what", text_agent=["Read it?"], image_agent=["What is shown?"])
+    pool = ReleasePool(
+        queues={
+            "reasoning": [json.dumps(reply)],
+            "decision": [json.dumps(decision("A square.", True))],
+            "agent": ["<think>Look closer.</think>\n\nA square."],
+        }
+    )
+    options = get_protocol("agent-omni-paper").agent_options
+    run_master(tmp_path, model(pool, "pool"), [photo, notes(tmp_path)], "What is shown?",
+               rules="release", max_rounds=1, generate=options["generate"])  # fmt: skip
+    deciding = pool.calls("decision")[0][0].text
+    assert "'answer': '<think>Look closer.</think>\\n\\nA square.'" in deciding  # image
+    assert "'answer': '\\n\\nA square.'" in deciding  # text: the block cut, the rest as is

@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_ota import frames, run_ota, turn
+from test_ota import frames, media, run_ota, span, turn
 
 from omnilab.agents.ota import OtaOptions
 from omnilab.agents.ota.env import OtaEnv
@@ -95,3 +95,36 @@ def test_the_duration_check_can_be_bypassed(tmp_path: Path, clip20: Path) -> Non
         strict._verify(clip20, 60.0, needs_audio=False)
     bypass = OtaEnv(source, info, caps, OtaOptions(rules="release", duration_check=False))
     bypass._verify(clip20, 60.0, needs_audio=False)  # 20 s for 60 s asked: accepted
+
+
+def test_a_clips_sound_is_a_named_gap_and_no_processor_setting_is_sent(
+    tmp_path: Path, clip20: Path
+) -> None:
+    # demo/omniagent_demo_pro.py runs Qwen-Omni's processor with use_audio_in_video=True: the
+    # preset sends the clip alone, without that setting, and says so.
+    preset = get_protocol("omniagent-paper")
+    gap = {g.finding: g for g in preset.gaps}["a clip's sound"]
+    assert "use_audio_in_video=True" in gap.reference and gap.reason
+    assert (
+        "mm_processor_kwargs"
+        not in OtaOptions.model_validate(preset.agent_options).generate.extra_body
+    )
+    replies = [turn(span("get_clip", 4, 8)), turn({"type": "answer", "content": "B"})]
+    ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False, **RELEASE)
+    assert media(ran.request(1)[-1]) == ["video"]
+
+
+def test_a_think_block_before_the_json_is_invalid_under_the_preset(
+    tmp_path: Path, clip20: Path
+) -> None:
+    # video_env.py parses vLLM's generated text as it is; omnilab's model layer would move the
+    # <think> block out of the reply and the JSON would pass.
+    preset = OtaOptions.model_validate(get_protocol("omniagent-paper").agent_options)
+    assert preset.generate.keep_think
+    thought = "<think>Look first.</think>" + turn(frames(0, 4, 2))
+    replies = [thought, turn(frames(0, 4, 2)), turn({"type": "answer", "content": "B"})]
+    ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False,
+                  generate=preset.generate, **RELEASE)  # fmt: skip
+    assert ran.codes()[0] == "INVALID_JSON"
+    ran = run_ota(tmp_path, replies, clip20, max_steps=4, dynamic_steps=False, **RELEASE)
+    assert ran.codes()[0] is None

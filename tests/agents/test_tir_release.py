@@ -5,6 +5,7 @@ The request bodies as a whole are compared with the release's own loop in
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -13,10 +14,14 @@ from agentkit import RunAgent, scripted
 from omnilab.agents import Budgets
 from omnilab.agents.templates import render
 from omnilab.agents.tir_release import parse_release_calls, release_text
+from omnilab.bench.protocols import get_protocol
 from omnilab.content import Audio, Image, Text, Video
 from omnilab.media import synth
 from omnilab.models.capabilities import Capabilities
+from omnilab.models.fake_server import FakeOpenAIServer, FakeReply
 from omnilab.models.providers.scripted import text
+from omnilab.models.registry import get_model
+from omnilab.models.types import Message
 
 RELEASE = {"rules": "release", "variant": "base"}
 
@@ -46,7 +51,7 @@ def test_no_tools_field_the_hermes_block_and_media_then_question(
 
 def test_bad_calls_answer_errors_and_the_loop_goes_on(run_agent: RunAgent) -> None:
     steps = [
-        text(_call("nope", {}) + _call("web_search", {})),
+        text(_call("nope", {}) + _call("web_search", {}) + _call("web_search", {"num": 3})),
         text('```json\n{"name": "web_search", "arguments": {"query": "x"}}\n```'),
     ]
     model, adapter = scripted(steps)
@@ -58,6 +63,7 @@ def test_bad_calls_answer_errors_and_the_loop_goes_on(run_agent: RunAgent) -> No
         json.dumps(
             {"error": "AgentTools.web_search() missing 1 required positional argument: 'query'"}
         ),
+        json.dumps({"error": "AgentTools.web_search() got an unexpected keyword argument 'num'"}),
     ]
     # fenced JSON without <tool_call> tags is the final answer, taken as it is
     assert run.saved.final is not None and run.saved.final.text.startswith("```json")
@@ -77,6 +83,20 @@ def test_reasoning_is_kept_as_think_and_scored(run_agent: RunAgent) -> None:
     # an empty reply with reasoning is answered by its reasoning
     assert run.saved.final is not None
     assert run.saved.final.text == "<think>It is <answer>42</answer>.</think>\n"
+    assert run.saved.answer == "42"
+
+
+def test_a_think_block_left_in_the_content_stays_as_sent(run_agent: RunAgent) -> None:
+    # A server without a reasoning parser leaves <think> in the content (Qwen3's template may
+    # open the block itself, leaving only </think>): the release keeps the content verbatim in
+    # later turns and in the scored output; omnilab's default moves it into the reasoning.
+    first = f"<think>\nSearch first.\n</think>\n\n{_call('nope', {})}"
+    last = "Checked.\n</think>\n\n<answer>42</answer>"
+    model, adapter = scripted([text(first), text(last)])
+    run = run_agent(model, [], "Q?", tools=["web_search"], **RELEASE)
+    kept = adapter.requests[1][0][2]
+    assert kept.role == "assistant" and kept.text == first
+    assert run.saved.final is not None and run.saved.final.text == last
     assert run.saved.answer == "42"
 
 
@@ -163,3 +183,22 @@ def test_a_text_input_is_inlined_before_the_question(run_agent: RunAgent, tmp_pa
     parts = adapter.requests[0][0][1].content
     assert len(parts) == 2 and isinstance(parts[0], Text) and "the code is 42" in parts[0].text
     assert parts[1] == Text(text="Q?")
+
+
+def test_reasoning_under_the_newer_field_name_is_kept_as_a_named_gap() -> None:
+    # QwenBaseAgent reads getattr(message, "reasoning_content"); omnilab also reads "reasoning"
+    # (the name newer vLLM sends), which the preset names.
+    gap = {g.finding: g for g in get_protocol("omnigaia-paper").gaps}["reasoning field"]
+    assert "reasoning_content" in gap.reference and gap.reason
+    message = {"role": "assistant", "content": "<answer>4</answer>", "reasoning": "2+2."}
+    body = {
+        "id": "r",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    with FakeOpenAIServer(default=FakeReply(body=body)) as fake:
+        model = get_model(f"vllm:m@{fake.base_url}", cache=False)
+        out = asyncio.run(model.generate([Message.user("Q?")]))
+    assert out.reasoning == "2+2." and out.text == "<answer>4</answer>"

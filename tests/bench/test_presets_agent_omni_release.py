@@ -28,3 +28,5 @@ def test_the_divergences_state_what_the_release_does() -> None:
     assert "not printed" not in " ".join(g.reference for g in gaps.values())
     assert "configs/model_configs" in gaps["per-model settings"].reference
     assert all(g.reason for g in gaps.values())
+    assert "30 s apart" in gaps["failed model calls"].reference  # models.py media_batch
+    assert "<think> parts" not in gaps  # keep_think: the replies are read as the release reads them

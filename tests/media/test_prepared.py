@@ -343,20 +343,24 @@ def test_soundtrack_extractions_run_one_at_a_time(
     monkeypatch.setattr(budget_module, "_SLOTS", None)
     active, most = [0], [0]
     lock = threading.Lock()
-    real = audio_module.iter_audio
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        try:
-            time.sleep(0.05)
-            yield from real(*args, **kwargs)
-        finally:
+    def counting(real: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             with lock:
-                active[0] -= 1
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            try:
+                time.sleep(0.05)
+                yield from real(*args, **kwargs)
+            finally:
+                with lock:
+                    active[0] -= 1
 
-    monkeypatch.setattr(audio_module, "iter_audio", counted)
+        return counted
+
+    # Both loops: the bulk one (a soundtrack from its start) and the per-packet one.
+    for name in ("iter_audio", "iter_bulk"):
+        monkeypatch.setattr(audio_module, name, counting(getattr(audio_module, name)))
     copies = [tmp_path / f"a{i}.mp4" for i in range(3)]
     for i, copy in enumerate(copies):
         copy.write_bytes(video.read_bytes() + bytes([i]))

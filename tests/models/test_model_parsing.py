@@ -163,3 +163,10 @@ def test_postprocess_keeps_native_calls_and_plain_text() -> None:
     assert postprocess(native, TOOLS) == native
     plain = ModelOutput.from_text("just words")
     assert postprocess(plain, TOOLS) is plain
+
+
+def test_postprocess_keep_think_leaves_the_block_in_the_text() -> None:
+    raw = ModelOutput.from_text("<think>\nneed data\n</think>\n\nIt is 4.")
+    assert postprocess(raw, []).text == "It is 4."
+    kept = postprocess(raw, [], keep_think=True)
+    assert kept.text == "<think>\nneed data\n</think>\n\nIt is 4." and kept.reasoning is None

@@ -10,17 +10,19 @@ import asyncio
 import importlib.util
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from test_token_sequences import ChatML
 
+from omnilab.agents.base import Budgets
 from omnilab.models import ModelConfigError, ModelOutput, get_model
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.tokens import token_exact
 from omnilab.models.types import Message, ToolSpec
-from omnilab.rl import sequences
+from omnilab.rl import Rollout, rollout, sequences
 
 ADD = ToolSpec(
     name="add",
@@ -87,6 +89,7 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
     # The server got ids, asked for the sampled ids back; the second prompt extends the first
     # prompt and the sampled ids exactly.
     assert all(b["return_token_ids"] and isinstance(b["prompt"], list) for b in seen)
+    assert not any("n_probs" in b for b in seen)  # llama.cpp's parameter, for llamacpp-server only
     opening = "".join(chr(t) for t in seen[0]["prompt"])
     assert opening.startswith("<system>") and opening.endswith("<user>1+1?|\n<assistant>")
     assert seen[1]["prompt"][: len(seen[0]["prompt"]) + len(CALL)] == seen[0]["prompt"] + _ids(CALL)
@@ -107,3 +110,84 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
 def test_a_server_policy_without_its_tokenizer_is_one_line() -> None:
     with pytest.raises(ModelConfigError, match="needs the policy's tokenizer"):
         token_exact(get_model("vllm:policy@http://127.0.0.1:9/v1"))
+
+
+def test_rollout_takes_the_server_policys_tokenizer(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        ids = _ids(REPLIES[1])
+        choice = {"text": REPLIES[1], "finish_reason": "stop", "token_ids": ids,
+                  "logprobs": {"token_logprobs": [-0.5] * len(ids)}}  # fmt: skip
+        return web.json_response({"id": "c", "model": "m", "choices": [choice]})
+
+    async def run() -> list[Rollout]:
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            return await rollout(
+                "jsonl", data=data, agent="tir", model=f"vllm:policy@http://127.0.0.1:{port}/v1",
+                tokenizer=ChatML(), run_dir=tmp_path / "run", budgets=Budgets(max_turns=1),
+                tools=[],
+            )  # fmt: skip
+        finally:
+            await runner.cleanup()
+
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"id": "t", "question": "1+1?", "answer": "2"}) + "\n")
+    (row,) = asyncio.run(run())
+    assert len(seen) == 1 and isinstance(seen[0]["prompt"], list)
+    assert row.prompt_ids == seen[0]["prompt"] and row.response_ids == _ids(REPLIES[1])
+    assert row.response_mask == [1] * len(REPLIES[1])
+
+
+def test_llama_cpp_servers_ids_come_from_logprobs_content() -> None:
+    seen: list[dict[str, Any]] = []
+    events: list[ModelCallEvent] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        # llama.cpp's server: no token_ids; each sampled token's id and logprob in
+        # logprobs.content (tools/server: probs_vector_to_json), once n_probs > 0.
+        content = [
+            {"id": t, "token": chr(t), "bytes": [t], "logprob": -0.1 * k, "top_logprobs": []}
+            for k, t in enumerate(_ids(REPLIES[1]))
+        ]
+        choice = {"text": REPLIES[1], "index": 0, "finish_reason": "stop",
+                  "logprobs": {"content": content}}  # fmt: skip
+        return web.json_response({"id": "c", "model": "m", "choices": [choice]})
+
+    async def run() -> ModelOutput:
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            model = token_exact(
+                get_model(
+                    f"llamacpp-server:policy@http://127.0.0.1:{port}/v1",
+                    cache=False,
+                    sink=events.append,
+                ),
+                tokenizer=ChatML(),
+            )
+            return await model.generate([Message.user("1+1?")])
+        finally:
+            await runner.cleanup()
+
+    out = asyncio.run(run())
+    assert out.text == "It is 2."
+    assert seen[0]["n_probs"] == 1 and isinstance(seen[0]["prompt"], list)
+    (seq,) = sequences(events)
+    sampled = _ids(REPLIES[1])
+    assert [t for t, m in zip(seq.response_ids, seq.response_mask, strict=True) if m] == sampled
+    assert seq.response_logprobs == pytest.approx([-0.1 * k for k in range(len(sampled))])

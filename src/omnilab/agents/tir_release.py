@@ -9,7 +9,8 @@ answers an error and the loop goes on; the server's ``reasoning_content`` is put
 reply as ``<think>...</think>``, kept in later turns and scored; an empty reply ends the run
 with the answer ``Error: Empty response from model.``; all results of one reply go back in one
 tool message; there is no repeat notice and no seed. The strings are verbatim in
-``omnigaia_release.json``, which names its source.
+``omnigaia_release.json``, which names its source. A ``<think>`` block the server leaves in
+the content stays there as sent (``GenerateConfig.keep_think``).
 
 omnilab's own loop stays the default: native tool calls where the server has them, labelled
 media a model can refer to, and notices instead of ending on a slip (docs/evaluation.md).
@@ -105,6 +106,12 @@ def _refusal(call: ToolCall, by_name: dict[str, Tool]) -> ToolResult | None:
     tool = by_name.get(call.name)
     if tool is None:
         return ToolResult.fail("UNKNOWN_TOOL", release_text("tool_not_found", name=call.name))
+    # Python reports an unexpected keyword argument before a missing one.
+    accepted = tool.spec.parameters.get("properties") or {}
+    unexpected = [a for a in call.arguments if a not in accepted]
+    if unexpected:
+        text = release_text("unexpected_argument", name=call.name, argument=unexpected[0])
+        return ToolResult.fail("INVALID_ARGS", text)
     required = tool.spec.parameters.get("required") or []
     missing = [a for a in required if a not in call.arguments]
     if missing:
@@ -157,8 +164,10 @@ class ReleaseLoop:
         self.inputs = inputs
         self.tools = tools
         self.by_name = {t.name: t for t in tools}
-        self.generate = generate
-        self.forced_generate = forced_generate
+        # The release reads a reply's content verbatim: a <think> block the server left in it
+        # stays there, as sent (only reasoning_content is put before it).
+        self.generate = generate.model_copy(update={"keep_think": True})
+        self.forced_generate = forced_generate.model_copy(update={"keep_think": True})
         self.delivery = delivery
 
     def first_parts(self) -> list[Content]:

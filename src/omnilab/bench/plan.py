@@ -12,6 +12,7 @@ from omnilab._version import __version__
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.empty_selection import empty_selection_error
 from omnilab.bench.errors import BenchError
+from omnilab.bench.remote_stage import record_versions
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import ConfigChange, RunConfig, RunDir
 from omnilab.bench.task import Task
@@ -94,13 +95,16 @@ def plan_run(
     loaded = load_dataset(
         config.dataset,
         config.data,
-        media_root=config.media_root,
+        media_root=config.media_url or config.media_root,
         allow_outside_media_root=config.allow_outside_media_root,
     )
     notes.extend(f"warning: {w}" for w in loaded.warnings)
     tasks = config.selection.apply(loaded.tasks)
     if not tasks:
         raise empty_selection_error(loaded, config.selection)
+    # Inputs at URLs: their versions as first recorded in the run folder (a resumed run
+    # refuses a changed object); each task fetches its own where it runs.
+    tasks = record_versions(run.path, tasks)
     # Only selected tasks: a dropped result outside the selection would never be run again.
     selected = {t.id for t in tasks}
     failed = [r for r in done if r.error is not None and r.task_id in selected]

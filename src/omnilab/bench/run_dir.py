@@ -75,6 +75,8 @@ _IDENTITY = (
     "data",
     "data_sha256",
     "media_root",
+    "media_url",
+    "allow_outside_media_root",
     "agent",
     "agent_options",
     "model",
@@ -201,9 +203,16 @@ class RunConfig(BaseModel):
     data_sha256: str = ""
     media_root: Path | None = None
     """The media folder the dataset's paths resolved against, absolute."""
+    data_url: str | None = None
+    """Where ``data`` was fetched from, when ``--data`` was a URL (without query or user info;
+    ``data`` is then the local copy in the media cache)."""
+    media_url: str | None = None
+    """The media root when it is a URL (without query or user info): each task fetches its
+    inputs beneath it where it runs."""
     allow_outside_media_root: bool = False
     """``--allow-outside-media-root``: the dataset's absolute and ``..`` paths were taken as
-    written (by default they are refused; see :func:`omnilab.bench.load_dataset`)."""
+    written, and its full URLs outside a media root URL fetched (by default both are refused;
+    see :func:`omnilab.bench.load_dataset`)."""
     agent: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     model: str

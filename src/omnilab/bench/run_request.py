@@ -38,8 +38,10 @@ class RunRequest:
     """The options of a run as given; ``None`` (or empty) where they were not."""
 
     dataset: str | None = None
-    data: Path | None = None
-    media_root: Path | None = None
+    data: str | Path | None = None
+    """The dataset file: a path or a URL (``s3://``, ``https://``, ...)."""
+    media_root: str | Path | None = None
+    """The media folder: a path or a URL."""
     agent: str | None = None
     protocol: str | None = None
     agent_options: Mapping[str, Any] = field(default_factory=dict)
@@ -128,10 +130,12 @@ def request_config(request: RunRequest, stored: RunConfig | None = None) -> RunC
     budgets_given = r.max_turns or r.max_tokens or r.max_seconds
     return new_config(
         name,
-        _pick(r.data, stored, "data", None),
+        _pick(r.data, stored, "data_url" if stored and stored.data_url else "data", None),
         agent=_pick(r.agent, stored, "agent", preset.agent if preset else "tir"),
         model=_pick(r.model, stored, "model", None) or default_model_name(),
-        media_root=_pick(r.media_root, stored, "media_root", None),
+        media_root=_pick(
+            r.media_root, stored, "media_url" if stored and stored.media_url else "media_root", None
+        ),
         agent_options=_pick(dict(r.agent_options) or None, stored, "agent_options", {}),
         roles=_pick(roles or None, stored, "roles", {}),
         tools=_pick(r.tools, stored, "tools", None),
@@ -175,13 +179,14 @@ def preview_prompt(config: RunConfig) -> str:
     from omnilab.bench.datasets import load_dataset
     from omnilab.bench.empty_selection import empty_selection_error
     from omnilab.bench.preview import first_prompt, render_prompt
+    from omnilab.bench.remote_stage import stage_task
     from omnilab.bench.runner import Components, build_executor
     from omnilab.bench.scoring import AnswerSetMatch
 
     loaded = load_dataset(
         config.dataset,
         config.data,
-        media_root=config.media_root,
+        media_root=config.media_url or config.media_root,
         allow_outside_media_root=config.allow_outside_media_root,
     )
     tasks = config.selection.apply(loaded.tasks)
@@ -189,5 +194,6 @@ def preview_prompt(config: RunConfig) -> str:
         raise empty_selection_error(loaded, config.selection)
     # Nothing is scored here: a stand-in scorer, so a judged scorer needs no judge to preview.
     executor = build_executor(config, Components(scorer=AnswerSetMatch()))
-    prompt = asyncio.run(first_prompt(executor, tasks[0]))
+    # Inputs at URLs are fetched here, as the task would fetch them where it runs.
+    prompt = asyncio.run(first_prompt(executor, stage_task(tasks[0])))
     return render_prompt(prompt)

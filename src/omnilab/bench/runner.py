@@ -33,6 +33,7 @@ from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent, with_search_option
 from omnilab.bench.backends import Backend, get_backend
 from omnilab.bench.datasets import prepare_data
+from omnilab.bench.datasets.remote_load import remote_inputs
 from omnilab.bench.endpoint_guard import (
     DEAD_ENDPOINT_FAILURES,
     DeadEndpointGuard,
@@ -99,11 +100,11 @@ HeaderSink = Callable[[RunHeader], None]
 
 def new_config(
     dataset: str,
-    data: Path | None,
+    data: str | Path | None,
     *,
     agent: str,
     model: str,
-    media_root: Path | None = None,
+    media_root: str | Path | None = None,
     agent_options: Mapping[str, Any] | None = None,
     roles: Mapping[str, str] | None = None,
     tools: Sequence[str] | None = None,
@@ -148,7 +149,8 @@ def new_config(
     if search is not None:
         check_search(search)
         agent_options = with_search_option(agent, agent_options or {}, search)
-    data_path = prepare_data(dataset, data)
+    at = remote_inputs(data, media_root)
+    data_path = at.data if at.data is not None else prepare_data(dataset, data)
     if not data_path.is_file():
         raise BenchError(f"dataset file {data} does not exist; check --data")
     chosen = scorer or default_scorer(dataset)
@@ -156,8 +158,14 @@ def new_config(
         dataset=dataset,
         data=data_path,
         data_sha256=sha256_file(data_path),
-        media_root=Path(media_root).expanduser().resolve() if media_root is not None else None,
+        data_url=at.data_url,
+        media_url=at.media_url,
         allow_outside_media_root=allow_outside_media_root,
+        media_root=(
+            Path(media_root).expanduser().resolve()
+            if media_root is not None and at.media_url is None
+            else None
+        ),
         agent=agent,
         agent_options=dict(agent_options or {}),
         model=redact_url(model),

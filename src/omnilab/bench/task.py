@@ -110,5 +110,6 @@ class Task(BaseModel):
 
     def missing_files(self) -> list[TaskFile]:
         """Input files that are not on disk, or not regular files reached through no link
-        beneath their root (reads the file system)."""
-        return [f for f in self.files if not _wsread.regular_file(f.source)]
+        beneath their root (reads the file system). Files at URLs are not checked here: they
+        are fetched where the task runs, and a failed fetch fails it."""
+        return [f for f in self.files if f.url is None and not _wsread.regular_file(f.source)]

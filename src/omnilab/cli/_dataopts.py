@@ -11,7 +11,8 @@ __all__ = ["OUTSIDE_HELP", "AllowOutsideOpt"]
 OUTSIDE_HELP = (
     "Take the dataset's absolute and '..' media paths as written and follow links under the "
     "media root (by default a path from a dataset must lie beneath the media root and is "
-    "opened through no link; anything else is refused). Only for datasets you trust."
+    "opened through no link; anything else is refused); with a media root URL, also full URLs "
+    "outside it. Only for datasets you trust."
 )
 
 AllowOutsideOpt = Annotated[bool, typer.Option("--allow-outside-media-root", help=OUTSIDE_HELP)]

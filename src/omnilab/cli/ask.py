@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.rule import Rule
 
+from omnilab._urls import is_remote
 from omnilab.api import AskResult, ask_async
 from omnilab.cli._console import inert_console
 from omnilab.cli._pairs import parse_pairs
@@ -156,7 +157,7 @@ def print_result(console: Console, result: AskResult) -> None:
 
 
 def run_ask(
-    files: list[Path],
+    files: list[str | Path],
     question: str,
     *,
     console: Console | None,
@@ -174,16 +175,17 @@ def run_ask(
         raise typer.Exit(ExitCode.INTERRUPTED) from None
 
 
-def _split(args: list[str]) -> tuple[list[Path], str]:
+def _split(args: list[str]) -> tuple[list[str | Path], str]:
     if not args:
         raise OmnilabError('give the files, then the question: omnilab ask clip.mp4 "What ...?"')
     *files, question = args
-    return [Path(f) for f in files], question
+    # URLs (s3://, https://, ...) stay text: they are fetched, a Path would mangle them.
+    return [f if is_remote(f) else Path(f) for f in files], question
 
 
 def _print_header(
     console: Console,
-    files: list[Path],
+    files: list[str | Path],
     model: str | None,
     mode: str | None,
     tools: list[str] | None,

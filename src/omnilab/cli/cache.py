@@ -29,13 +29,22 @@ def _ago(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
+RemoteOpt = Annotated[
+    bool, typer.Option("--remote", help="List each fetched object (inputs at URLs) by URL.")
+]
+
+
 @app.command("show")
-def show(as_json: JsonOpt = False) -> None:
-    """Where the media cache is, how many entries it holds, their size and its bound."""
+def show(as_json: JsonOpt = False, remote: RemoteOpt = False) -> None:
+    """Where the media cache is, how many entries it holds, their size and its bound; how many
+    of them are inputs fetched from URLs (``--remote`` lists them)."""
     from omnilab.cli._console import out_console
     from omnilab.media.cache import MediaCache
+    from omnilab.media.remote import cached_objects
 
-    stats = MediaCache.default().stats()
+    cache = MediaCache.default()
+    stats = cache.stats()
+    fetched = cached_objects(cache)
     console = out_console()
     if as_json:
         data = {
@@ -45,6 +54,10 @@ def show(as_json: JsonOpt = False) -> None:
             "max_bytes": stats.max_bytes,
             "oldest_use": stats.oldest,
             "newest_use": stats.newest,
+            "remote": [
+                {"url": o.url, "version": o.version, "bytes": o.size, "last_use": o.last_use}
+                for o in fetched
+            ],
         }
         console.print(json.dumps(data), markup=False)
         return
@@ -54,6 +67,11 @@ def show(as_json: JsonOpt = False) -> None:
     console.print(f"size:        {_mb(stats.bytes)} of {_mb(stats.max_bytes)}{share}")
     console.print(f"used:        {_ago(stats.oldest)} to {_ago(stats.newest)}")
     console.print("bound:       media.cache_max_bytes (OMNILAB_MEDIA__CACHE_MAX_BYTES)")
+    fetched_bytes = sum(o.size for o in fetched)
+    console.print(f"from URLs:   {len(fetched):,} objects, {_mb(fetched_bytes)}")
+    if remote:
+        for o in fetched:
+            console.print(f"  {_mb(o.size):>12}  {_ago(o.last_use)}  {o.url}", markup=False)
 
 
 @app.command("clear")

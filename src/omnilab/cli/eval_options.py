@@ -20,17 +20,23 @@ Dataset = Annotated[
     ),
 ]
 Data = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--data",
-        help="The dataset file (offline-suite: a folder to build it in; default: the cache).",
+        help="The dataset file, or its URL (s3://, gs://, az://, https://; fetched once into "
+        "the media cache); offline-suite: a folder to build it in (default: the cache).",
     ),
 ]
 AllowOutsideMediaRoot = Annotated[
     bool | None, typer.Option("--allow-outside-media-root", help=OUTSIDE_HELP)
 ]
 MediaRoot = Annotated[
-    Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
+    str | None,
+    typer.Option(
+        "--media-root",
+        help="Folder or URL the media paths are relative to (default: the dataset's folder; "
+        "inputs at URLs are fetched where each task runs).",
+    ),
 ]
 Agent = Annotated[str | None, typer.Option("--agent", help="Agent scaffold (default: tir).")]
 Protocol = Annotated[

@@ -25,9 +25,12 @@ def explore(
             show_default=False,
         ),
     ] = None,
-    data: Annotated[Path | None, typer.Option("--data", help="The dataset file.")] = None,
+    data: Annotated[
+        str | None, typer.Option("--data", help="The dataset file, or its URL (s3://, https://).")
+    ] = None,
     media_root: Annotated[
-        Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
+        str | None,
+        typer.Option("--media-root", help="Folder or URL the media paths are relative to."),
     ] = None,
     allow_outside_media_root: AllowOutsideOpt = False,
     agent: Annotated[

@@ -43,9 +43,12 @@ def rollout(
     samples: Annotated[
         int, typer.Option("--samples", "-G", min=1, help="Rollouts per task (the group size).")
     ] = 1,
-    data: Annotated[Path | None, typer.Option("--data", help="The dataset file.")] = None,
+    data: Annotated[
+        str | None, typer.Option("--data", help="The dataset file, or its URL (s3://, https://).")
+    ] = None,
     media_root: Annotated[
-        Path | None, typer.Option("--media-root", help="Folder media paths are relative to.")
+        str | None,
+        typer.Option("--media-root", help="Folder or URL the media paths are relative to."),
     ] = None,
     protocol: Annotated[
         str | None, typer.Option("--protocol", help="Reproduction preset (omnilab protocols).")

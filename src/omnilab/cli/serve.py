@@ -76,6 +76,15 @@ def serve(
             "clients use to reach this server); repeatable.",
         ),
     ] = None,
+    allow_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-url",
+            help="A URL prefix (s3://bucket/media/, https://host/data/) whose objects requests "
+            "may name in paths (fetched into the media cache); repeatable. None by default: "
+            "requests name no URLs.",
+        ),
+    ] = None,
     max_upload_mb: Annotated[
         int, typer.Option("--max-upload-mb", min=1, help="Uploads of one request, together.")
     ] = 512,
@@ -110,7 +119,12 @@ def serve(
     if media_root is not None and not media_root.is_dir():
         raise ServeSetupError(f"--media-root {media_root} is not a folder")
     hosts = [*(allow_host or []), *([host] if host not in _WILDCARD else [])]
-    policy = ClientPolicy(model=model, allow_models=tuple(allow_model or ()), max_turns=max_turns)
+    policy = ClientPolicy(
+        model=model,
+        allow_models=tuple(allow_model or ()),
+        max_turns=max_turns,
+        allow_urls=tuple(allow_url or ()),
+    )
     app = create_app(
         runs_dir=runs_dir or get_settings().agents.runs_dir,
         token=token,

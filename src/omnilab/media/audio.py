@@ -20,7 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from omnilab.config import get_settings
+from omnilab.media._bulk_audio import IrregularError, iter_bulk
 from omnilab.media._open import only_read, open_input
+from omnilab.media._timeline import JITTER_S, MIX_OPTIONS, PREROLL_S, Window, first_time
 from omnilab.media._validate import check_time_range, end_tolerance, require_audio
 from omnilab.media.budget import decode_slot
 from omnilab.media.cache import MediaCache
@@ -30,15 +32,6 @@ from omnilab.media.probe import MediaInfo, probe
 # iter_audio, seek_before and write_output are shared with clip.py, not part of the public API.
 __all__ = ["audio_samples", "audio_segment"]
 
-# Decoding starts this long before the requested start: MDCT codecs (AAC, MP3, Vorbis) need the
-# previous frame's overlap and Opus asks for 80 ms of pre-roll before output is exact.
-_PREROLL_S = 0.5
-# Frames whose timestamp is within this of where the previous one ended are contiguous:
-# Matroska/WebM store milliseconds, so timestamps there jitter by up to ~1 ms.
-_JITTER_S = 0.005
-# Downmixing normalises the mix matrix so that full-scale input stays within [-1, 1] (stereo to
-# mono averages the channels); FFmpeg's default for float output sums them at -3 dB, which clips.
-_MIX_OPTIONS = {"rematrix_maxval": "1.0"}
 # Bump when the output of an operation changes, so old cache entries are no longer hit.
 _CACHE_VERSION = 1
 
@@ -81,16 +74,11 @@ def audio_segment(
     rate = get_settings().media.audio_sample_rate
 
     def produce(dest: Path) -> None:
-        # Written a block (about a second) at a time: a 30-minute soundtrack never sits in
-        # memory as float samples (115 MB, plus as much again for the conversion). The same
-        # operations per sample as on the whole array, so the file is the same.
-        with decode_slot(gil_bound=True), wave.open(str(dest), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(rate)
-            for block in iter_audio(info, s, e, rate=rate, layout="mono"):
-                mono = np.clip(block[0], -1.0, 1.0)
-                w.writeframes(np.round(mono * 32767.0).astype("<i2").tobytes())
+        with decode_slot(gil_bound=True):
+            try:
+                _write_wav(dest, rate, iter_bulk(info, s, e, rate=rate, layout="mono"))
+            except IrregularError:  # written again from the start, by the exact loop
+                _write_wav(dest, rate, iter_audio(info, s, e, rate=rate, layout="mono"))
 
     params = {"start": s, "end": e, "rate": rate, "v": _CACHE_VERSION}
     return write_output(info.path, "audio_segment", params, ".wav", produce, out=out, cache=cache)
@@ -141,13 +129,39 @@ def _validated(path: str | Path, start: float, end: float | None) -> tuple[Media
 
 def _mono(info: MediaInfo, start: float, end: float, rate: int) -> NDArray[np.float32]:
     samples = np.empty(round((end - start) * rate), dtype=np.float32)
-    pos = 0
     with decode_slot(gil_bound=True):
-        for block in iter_audio(info, start, end, rate=rate, layout="mono"):
-            samples[pos : pos + block.shape[1]] = block[0]
-            pos += block.shape[1]
+        try:
+            _fill(samples, iter_bulk(info, start, end, rate=rate, layout="mono"))
+        except IrregularError:  # filled again from the start, by the exact loop
+            _fill(samples, iter_audio(info, start, end, rate=rate, layout="mono"))
     # Lossy decoders overshoot full scale slightly; callers are promised [-1, 1].
     return np.clip(samples, -1.0, 1.0, out=samples)
+
+
+def _fill(samples: NDArray[np.float32], blocks: Iterator[NDArray[np.float32]]) -> None:
+    pos = 0
+    for block in blocks:
+        samples[pos : pos + block.shape[1]] = block[0]
+        pos += block.shape[1]
+
+
+def _write_wav(dest: Path, rate: int, blocks: Iterator[NDArray[np.float32]]) -> None:
+    """Mono PCM16 ``dest`` (replaced if it exists) from float blocks.
+
+    Written a block (about a second) at a time: a 30-minute soundtrack never sits in memory as
+    float samples (115 MB, plus as much again for the conversion). The same operations per
+    sample as on the whole array, so the file is the same.
+    """
+    with wave.open(str(dest), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        for block in blocks:
+            # In place on one copy: clip, scale, round half to even (as np.round), convert.
+            mono = np.clip(block[0], -1.0, 1.0)
+            np.multiply(mono, np.float32(32767.0), out=mono)
+            np.rint(mono, out=mono)
+            w.writeframes(mono.astype("<i2").tobytes())
 
 
 def iter_audio(
@@ -160,7 +174,7 @@ def iter_audio(
     data (before it starts, in gaps between timestamps, after it ends while the other tracks
     go on) the result is silence; a file whose data stops before ``end`` raises ``CORRUPT``.
     """
-    window = _Window(round(start * rate), round((end - start) * rate), round(_JITTER_S * rate))
+    window = Window(round(start * rate), round((end - start) * rate), round(JITTER_S * rate))
     longest = 0  # samples of the longest source frame, converted to ``rate``
     resampler: av.AudioResampler | None = None
     params: tuple[str, str, int] | None = None
@@ -176,7 +190,7 @@ def iter_audio(
             # A track may change rate or channels midway; a resampler has fixed input.
             yield from resampled(None)
             resampler = av.AudioResampler(
-                format="fltp", layout=layout, rate=rate, options=_MIX_OPTIONS
+                format="fltp", layout=layout, rate=rate, options=MIX_OPTIONS
             )
             params = current
         yield from window.push_all(resampler.resample(frame), info)
@@ -184,7 +198,7 @@ def iter_audio(
     with open_input(info.path) as container:
         stream = container.streams.audio[0]
         only_read(container, stream)
-        seeked = seek_before(container, stream, info, start - _PREROLL_S)
+        seeked = seek_before(container, stream, info, start - PREROLL_S)
         batch = _Batch()
         # Only the sound track is demuxed: the other tracks' packets are skipped unread.
         for packet in container.demux(stream):
@@ -192,7 +206,7 @@ def iter_audio(
                 longest = max(longest, -(-frame.samples * rate // frame.sample_rate))
                 if window.pos is None:
                     # Where the track begins after ``start``, the gap is pushed as silence.
-                    at = round(_first_time(info, stream, frame, start, seeked) * rate)
+                    at = round(first_time(info, stream, frame, start, seeked) * rate)
                     window.pos = min(at, window.first)
                 if not batch.fits(frame):
                     yield from resampled(batch.take())
@@ -223,7 +237,7 @@ class _Batch:
     Resampling and placing frames one by one cost more than decoding them (60 s of AAC is
     2,600 frames: 0.7 s of mostly per-frame Python work against 0.06 s of decoding). A joined
     frame holds the same samples at the first one's timestamp, and frames join only where the
-    window would have put them next to each other anyway (within ``_JITTER_S``), so the
+    window would have put them next to each other anyway (within ``JITTER_S``), so the
     result is unchanged.
     """
 
@@ -251,7 +265,7 @@ class _Batch:
             return False
         if (frame.format.name, frame.layout.name, frame.sample_rate) != self.params:
             return False
-        return abs(frame.pts - self.next_pts) * self.tb <= _JITTER_S
+        return abs(frame.pts - self.next_pts) * self.tb <= JITTER_S
 
     def add(self, frame: av.AudioFrame) -> None:
         """Append ``frame`` (one that :meth:`fits`)."""
@@ -297,7 +311,7 @@ def _others_end(info: MediaInfo, start: float) -> float:
     end = 0.0
     with open_input(info.path) as container:
         stream = container.streams.audio[0]
-        seek_before(container, stream, info, start - _PREROLL_S)
+        seek_before(container, stream, info, start - PREROLL_S)
         for packet in container.demux():
             if packet.stream.index != stream.index:
                 end = max(end, _packet_end(packet, info))
@@ -326,87 +340,3 @@ def seek_before(
         container.seek(0)
         return False
     return True
-
-
-def _first_time(
-    info: MediaInfo,
-    stream: av.audio.stream.AudioStream,
-    frame: av.AudioFrame,
-    start: float,
-    seeked: bool,
-) -> float:
-    """Timeline position of the first decoded frame, which must not begin after ``start``...
-
-    ...except where the stream itself begins later than ``start``: before that it is silent.
-    """
-    if frame.pts is None or frame.time_base is None:
-        if seeked:
-            raise MediaError(
-                MediaErrorCode.CORRUPT,
-                f"{info.path.name} has audio without timestamps, so {fmt_s(start)} cannot be found",
-                path=info.path,
-            )
-        return 0.0
-    t = float(frame.pts * frame.time_base) - info.start_time
-    if t <= start + _JITTER_S:
-        return t
-    first = 0.0
-    if stream.start_time is not None and stream.time_base is not None:
-        first = float(stream.start_time * stream.time_base) - info.start_time
-    if t > first + frame.samples / frame.sample_rate + _JITTER_S:
-        raise MediaError(
-            MediaErrorCode.CORRUPT,
-            f"{info.path.name} is damaged: no audio could be decoded at {fmt_s(start)} "
-            f"(the first decodable audio is at {fmt_s(t)})",
-            path=info.path,
-        )
-    return t
-
-
-class _Window:
-    """Places resampled frames on the timeline by their timestamps and keeps one range of it."""
-
-    def __init__(self, first: int, count: int, jitter: int) -> None:
-        self.first = first
-        self.stop = first + count
-        self.jitter = jitter
-        self.pos: int | None = None
-        """Timeline index (in output samples) of the next sample; None before the first frame."""
-
-    @property
-    def done(self) -> bool:
-        return self.pos is not None and self.pos >= self.stop
-
-    def push_all(
-        self, frames: list[av.AudioFrame], info: MediaInfo
-    ) -> Iterator[NDArray[np.float32]]:
-        for frame in frames:
-            yield from self.push(frame, info)
-
-    def push(self, frame: av.AudioFrame, info: MediaInfo) -> Iterator[NDArray[np.float32]]:
-        data = frame.to_ndarray().astype(np.float32, copy=False)
-        at = None
-        if frame.pts is not None and frame.time_base is not None:
-            at = round((float(frame.pts * frame.time_base) - info.start_time) * frame.sample_rate)
-        assert self.pos is not None, "the caller places the first frame"
-        if at is not None and at > self.pos + self.jitter:
-            yield from self.silence(at - self.pos, data.shape[0])
-        elif at is not None and at < self.pos - self.jitter:
-            data = data[:, self.pos - at :]  # overlaps what is already out: keep the new part
-        yield from self._take(data)
-
-    def silence(self, count: int, channels: int) -> Iterator[NDArray[np.float32]]:
-        if self.pos is None or count <= 0:
-            return
-        lo, hi = max(self.pos, self.first), min(self.pos + count, self.stop)
-        if hi > lo:
-            yield np.zeros((channels, hi - lo), dtype=np.float32)
-        self.pos += count
-
-    def _take(self, data: NDArray[np.float32]) -> Iterator[NDArray[np.float32]]:
-        assert self.pos is not None
-        n = data.shape[1]
-        lo, hi = max(self.pos, self.first), min(self.pos + n, self.stop)
-        if hi > lo:
-            yield data[:, lo - self.pos : hi - self.pos]
-        self.pos += n

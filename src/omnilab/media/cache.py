@@ -32,7 +32,7 @@ from omnilab._atomic import make_folders
 from omnilab._ownfolders import check_ancestors, check_folder
 from omnilab.config import get_settings
 
-__all__ = ["CacheStats", "MediaCache", "file_identity"]
+__all__ = ["CacheStats", "MediaCache", "file_identity", "private_folder"]
 
 _EDGE_BYTES = 1 << 20
 # Entries used this recently are never evicted, so a path just handed to a caller stays readable.
@@ -126,7 +126,7 @@ class MediaCache:
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold ``key``'s producer lock (across processes) for the block."""
-        _private_folder(self.root)
+        private_folder(self.root)
         locks = self.root / _LOCK_DIR
         locks.mkdir(mode=0o700, exist_ok=True)
         # The OS drops the lock if its holder dies.
@@ -140,7 +140,7 @@ class MediaCache:
         in batches followed by one :meth:`evict`.
         """
         final = self.path_for(key, suffix)
-        _private_folder(self.root)
+        private_folder(self.root)
         final.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = final.with_name(f"{key}{_TMP_MARK}{uuid.uuid4().hex}{suffix}")
         try:
@@ -159,7 +159,7 @@ class MediaCache:
         if hit is not None:
             return hit
         final = self.path_for(key, suffix)
-        _private_folder(self.root)
+        private_folder(self.root)
         final.parent.mkdir(mode=0o700, exist_ok=True)
         locks = self.root / _LOCK_DIR
         locks.mkdir(mode=0o700, exist_ok=True)
@@ -235,6 +235,8 @@ class MediaCache:
                 if collect_stale:
                     _remove_stale(sub, now)
                 continue
+            if sub.name.startswith("."):
+                continue  # bookkeeping (e.g. media.remote's URL records), not data
             for f in sub.iterdir():
                 try:
                     st = f.stat()
@@ -247,7 +249,7 @@ class MediaCache:
                 yield _Entry(f, st.st_size, st.st_mtime)
 
 
-def _private_folder(root: Path) -> None:
+def private_folder(root: Path) -> None:
     """Makes ``root`` (and missing parents, 0700) and leaves it 0700; refuses a link or a
     folder of another user's (:class:`~omnilab._ownfolders.UnsafeFolderError`)."""
     key = str(root)

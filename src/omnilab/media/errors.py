@@ -28,6 +28,10 @@ class MediaErrorCode(StrEnum):
     TOO_LONG = "TOO_LONG"
     INVALID_BOX = "INVALID_BOX"
     TOO_MANY_PIXELS = "TOO_MANY_PIXELS"
+    # Inputs at URLs (omnilab.media.remote).
+    DENIED = "DENIED"
+    UNREACHABLE = "UNREACHABLE"
+    CHANGED = "CHANGED"
 
 
 class MediaError(OmnilabError):

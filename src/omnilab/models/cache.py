@@ -86,6 +86,7 @@ _LATER_SETTINGS = {
     "send_seed": True,
     "text_parts": False,
     "audio_url": False,
+    "keep_think": False,
 }
 
 

@@ -202,7 +202,9 @@ class Model:
             raise error from None
         # With tool_choice "none" a call written as text is an answer, not a call to recover.
         offered = [] if cfg.tool_choice == "none" else tool_list
-        output = postprocess(raw, offered).model_copy(update={"latency_s": attempt_latency})
+        output = postprocess(raw, offered, keep_think=cfg.keep_think).model_copy(
+            update={"latency_s": attempt_latency}
+        )
         self.calls += 1
         self.usage = self.usage + output.usage
         if self.cache is not None and key is not None:

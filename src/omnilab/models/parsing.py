@@ -224,13 +224,16 @@ def recover_tool_calls(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[
     return text, []
 
 
-def postprocess(output: ModelOutput, tools: Sequence[ToolSpec]) -> ModelOutput:
-    """Split ``<think>`` reasoning out of the answer and recover text tool calls if none are native."""
+def postprocess(
+    output: ModelOutput, tools: Sequence[ToolSpec], *, keep_think: bool = False
+) -> ModelOutput:
+    """Split ``<think>`` reasoning out of the answer (unless ``keep_think``:
+    ``GenerateConfig.keep_think``) and recover text tool calls if none are native."""
     text_parts = [p for p in output.message.content if isinstance(p, Text)]
     if not text_parts:
         return output
     text = "\n".join(p.text for p in text_parts)
-    answer, thought = split_reasoning(text)
+    answer, thought = (text, None) if keep_think else split_reasoning(text)
     reasoning = output.reasoning
     if thought:
         reasoning = f"{reasoning}\n\n{thought}" if reasoning else thought

@@ -118,7 +118,7 @@ class TokenAdapter:
         )
         # Calls are read from the text now, so the conversation the agent continues is the one
         # remembered here (the Model's own pass finds nothing more to do).
-        output = postprocess(raw, offered)
+        output = postprocess(raw, offered, keep_think=config.keep_think)
         trace = TokenTrace.build(
             self.backend.tokenizer, prompt.ids, ids, done.logprobs, base_len=prompt.base_len
         )

@@ -43,6 +43,7 @@ _EXACT = {
     "local": "omnilab.models.providers.local_tokens:exact",
     "vllm": _SERVER,
     "sglang": _SERVER,
+    "llamacpp-server": _SERVER,
 }
 
 _SENTINEL = "\x00omnilab-turn\x00"
@@ -157,9 +158,10 @@ def token_exact(model: Model, *, tokenizer: Any = None) -> Model:
     """A view of ``model`` whose calls are token-exact (each output carries ``tokens``); the
     response cache is off for it (a cached answer has no sequence to continue).
 
-    ``local:`` models use the GGUF's own tokenizer and template. ``vllm:`` and ``sglang:``
-    servers take ``tokenizer``: a :class:`TokenBackend`, a Hugging Face tokenizer, or its name
-    or folder (default: the served model's id, loaded with ``transformers``).
+    ``local:`` models use the GGUF's own tokenizer and template. ``vllm:``, ``sglang:`` and
+    ``llamacpp-server:`` servers take ``tokenizer``: a :class:`TokenBackend`, a Hugging Face
+    tokenizer, or its name or folder (default: the served model's id, loaded with
+    ``transformers``).
 
     Raises :class:`~omnilab.models.errors.ModelConfigError` for a provider without a
     token-exact adapter.

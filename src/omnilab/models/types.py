@@ -151,6 +151,10 @@ class GenerateConfig(BaseModel):
     audio_url: bool = False
     """Send a whole WAV or MP3 file as vLLM's ``{"type": "audio_url"}`` data URL, as released
     code built for vLLM does; by default OpenAI's ``input_audio``, which more servers take."""
+    keep_think: bool = False
+    """Leave ``<think>`` blocks in the reply's text as the server sent it (``reasoning`` then
+    holds only what the server sent apart), as released code that reads the content verbatim
+    does; by default they are moved into ``ModelOutput.reasoning`` and the answer stripped."""
     tool_choice: str | None = None
     """``auto``, ``none``, ``required`` or a tool name that must be called."""
     extra_body: dict[str, Any] = Field(default_factory=dict)

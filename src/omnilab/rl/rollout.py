@@ -134,8 +134,9 @@ def rollouts_of_run(run_dir: str | Path) -> list[Rollout]:
     return out
 
 
-def _policy(model: str | Model) -> Model:
-    return token_exact(get_model(model, cache=False) if isinstance(model, str) else model)
+def _policy(model: str | Model, tokenizer: Any) -> Model:
+    plain = get_model(model, cache=False) if isinstance(model, str) else model
+    return token_exact(plain, tokenizer=tokenizer)
 
 
 async def rollout(
@@ -155,21 +156,24 @@ async def rollout(
     budgets: Budgets | None = None,
     concurrency: int | None = None,
     seed: int = 0,
+    tokenizer: Any = None,
 ) -> list[Rollout]:
     """Run ``samples`` rollouts of every task of dataset ``tasks`` (its file ``data``) with
     scaffold ``agent`` and the policy ``model`` made token-exact, concurrently, in the sandbox;
     the run folder (``run_dir``, a fresh temporary folder when unset) keeps the trajectories.
+    ``tokenizer`` is the policy's for ``vllm:``/``sglang:`` servers (see
+    :func:`~omnilab.models.tokens.token_exact`).
 
     Raises :class:`~omnilab.models.errors.ModelConfigError` for a model without a token-exact
     adapter and :class:`~omnilab.bench.errors.BenchError` for a bad dataset or option.
     """
-    policy = _policy(model)
+    policy = _policy(model, tokenizer)
     config = new_config(
         tasks,
-        Path(data) if data is not None else None,
+        data,  # a path or a URL (new_config fetches a dataset at a URL)
         agent=agent,
         model=policy.name,
-        media_root=Path(media_root) if media_root is not None else None,
+        media_root=media_root,
         agent_options=agent_options,
         tools=tools,
         scorer=scorer,

@@ -1,7 +1,8 @@
 """``omnilab serve``: ask an agent over HTTP and watch each step as it happens.
 
 - ``POST /v1/ask`` (multipart form): ``question``, ``files`` (uploads) and/or ``paths`` (files
-  under the server's ``--media-root``, given relative to it), optional ``model``, ``agent``,
+  under the server's ``--media-root``, given relative to it, or URLs beneath a prefix the
+  operator allows with ``--allow-url``, fetched into the media cache), optional ``model``, ``agent``,
   ``agent_options`` (JSON), ``max_turns``, ``stream``. With ``stream=true`` the reply is
   server-sent events: one ``event: step`` per trajectory event (its JSON), then ``event: result``;
   without it, the result as JSON once the run ends.
@@ -51,6 +52,7 @@ from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
 from omnilab._private_paths import add_private_paths
+from omnilab._urls import is_remote
 from omnilab.agents.registry import AGENTS, agent_names
 from omnilab.api import AskResult, ask_async, new_run_dir
 from omnilab.config import get_settings
@@ -145,9 +147,12 @@ def create_app(
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    def _referenced(paths: list[str]) -> list[Path]:
-        out = []
+    def _referenced(paths: list[str]) -> list[str | Path]:
+        out: list[str | Path] = []
         for given in paths:
+            if is_remote(given):  # only beneath the operator's --allow-url prefixes
+                out.append(policy.url_for(given))
+                continue
             if root is None:
                 raise HTTPException(
                     400, "this server takes uploads only (start it with --media-root)"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from omnilab._urls import beneath, public_url
 from omnilab.errors import OmnilabError
 
 __all__ = [
@@ -95,6 +96,24 @@ class ClientPolicy:
     """More names or shell-style patterns a client may ask for (``--allow-model``)."""
     max_turns: int = 50
     """The most turns a client may ask for (``--max-turns``)."""
+    allow_urls: tuple[str, ...] = ()
+    """URL prefixes (``s3://bucket/media/``, ``https://host/data/``) whose objects a request may
+    name as inputs (``--allow-url``); none by default: a client never makes the server fetch
+    from a host of its choosing."""
+
+    def url_for(self, given: str) -> str:
+        """``given`` (a URL a request names as an input) if it lies beneath an allowed prefix."""
+        if any(beneath(prefix, given) for prefix in self.allow_urls):
+            return given
+        if not self.allow_urls:
+            raise ClientChoiceError(
+                "this server takes no URLs as inputs (the operator allows prefixes with "
+                "--allow-url)"
+            )
+        raise ClientChoiceError(
+            f"{public_url(given)} is not beneath a URL this server allows "
+            f"({', '.join(public_url(p) for p in self.allow_urls)})"
+        )
 
     def model_for(self, asked: str | None) -> str | None:
         """The model to run: the default, or ``asked`` if the operator allowed it."""

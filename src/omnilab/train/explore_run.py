@@ -43,7 +43,7 @@ EXPLORE_OPTION = "explore"
 
 def explore_config(
     dataset: str,
-    data: Path,
+    data: str | Path,
     *,
     agent: str,
     model: str,
@@ -51,7 +51,7 @@ def explore_config(
     options: ExploreOptions,
     agent_options: Mapping[str, Any] | None = None,
     roles: Mapping[str, str] | None = None,
-    media_root: Path | None = None,
+    media_root: str | Path | None = None,
     tools: Sequence[str] | None = None,
     budgets: Budgets | None = None,
     scorer: str | None = None,
@@ -64,7 +64,7 @@ def explore_config(
 ) -> RunConfig:
     """The run config of an exploration of ``dataset`` with scaffold ``agent`` (``roles``: the
     scaffold's further models, e.g. ``perception``; ``backend``: where tasks run, as for
-    ``omnilab eval``)."""
+    ``omnilab eval``). ``data`` and ``media_root`` may be URLs, as for ``omnilab eval``."""
     if EXPLORE_OPTION in (agent_options or {}):
         raise BenchError(f"agent option {EXPLORE_OPTION!r} is taken by tree exploration")
     if VERIFIER_ROLE in (roles or {}):

@@ -1,7 +1,7 @@
 """The release's modality-agent calls (huawei-lin/Agent-Omni ``src/subagents/*``): free text,
 one question per call (per batch of media, :mod:`.release_media`), the replies joined.
 
-Perception asks each modality agent "Summarize the provided video." (image, audio, text);
+Perception asks each modality agent "Summarize the provided video." (image, audio, text: its own kind);
 execution asks each sub-question in a call of its own. The video and audio agents' calls carry
 the system prompt "You are a helpful assistant.", the image and text agents' none; the text
 agent's ``<think>`` part is removed (``postprocessing``). Used under ``rules="release"``.

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
+from omnilab._urls import is_remote, parent_url
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
+from omnilab.bench.datasets.remote_load import load_with_urls
 from omnilab.bench.errors import BenchError, DatasetError, UnknownDatasetError
 from omnilab.config import get_settings
 from omnilab.registry import Registry
@@ -108,19 +110,27 @@ def load_dataset(
     The media root is, in order: ``media_root``, the ``bench.media_roots`` setting for ``name``,
     the data file's folder. Media paths must lie beneath it (absolute paths and ``..`` raise
     :class:`DatasetError`) unless ``allow_outside_media_root`` (the user vouches for them).
+    ``path`` and ``media_root`` may be URLs (``s3://``, ``https://``, ...): see
+    :mod:`omnilab.bench.datasets.remote_load` (a full URL in the dataset must lie beneath a
+    media root URL unless ``allow_outside_media_root``).
     """
     adapter = get_dataset(name)
     root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
-    media = Path(root) if root is not None else None
-    if allow_outside_media_root:
-        load = cast("Callable[..., DatasetLoad]", adapter.load)
-        if "allow_outside_media_root" not in inspect.signature(load).parameters:
-            raise DatasetError(
-                f"dataset {name} makes its own files and takes no --allow-outside-media-root"
-            )
-        loaded = load(Path(path), media_root=media, allow_outside_media_root=True)
-    else:
-        loaded = adapter.load(Path(path), media_root=media)
+    if root is None and is_remote(str(path)):
+        root = parent_url(str(path))
+
+    def read(local: Path, media: Path | None) -> DatasetLoad:
+        if allow_outside_media_root:
+            load = cast("Callable[..., DatasetLoad]", adapter.load)
+            if "allow_outside_media_root" not in inspect.signature(load).parameters:
+                raise DatasetError(
+                    f"dataset {name} makes its own files and takes no --allow-outside-media-root"
+                )
+            loaded: DatasetLoad = load(local, media_root=media, allow_outside_media_root=True)
+            return loaded
+        return adapter.load(local, media_root=media)
+
+    loaded = load_with_urls(read, path, root, allow_outside_media_root=allow_outside_media_root)
     if loaded.warnings:
         fits = _formats_that_fit([t.original for t in loaded.tasks], besides=name)
         if fits:

@@ -68,6 +68,10 @@ class DatasetLoad(BaseModel):
     dataset: str
     path: Path
     media_root: Path
+    data_url: str | None = None
+    """The URL the dataset file was fetched from (without query), when it was at one."""
+    media_url: str | None = None
+    """The media root when it is a URL (relative media paths became URLs beneath it)."""
     tasks: list[Task] = Field(default_factory=list)
     skipped: list[SkippedItem] = Field(default_factory=list)
     missing_media: dict[str, list[TaskFile]] = Field(default_factory=dict)

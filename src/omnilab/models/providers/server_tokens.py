@@ -1,12 +1,14 @@
-"""Token-in/token-out calls to an OpenAI-compatible server (vLLM, SGLang), the chat template
-applied on the client side.
+"""Token-in/token-out calls to an OpenAI-compatible server (vLLM, SGLang, llama.cpp's
+``llama-server``), the chat template applied on the client side.
 
 The policy's tokenizer (a Hugging Face tokenizer or any
 :class:`~omnilab.models.tokens.TokenBackend`) renders the conversation and
 :class:`~omnilab.models.token_adapter.TokenAdapter` keeps it one growing sequence; the ids go to
 the server's ``/completions`` with the prompt as a list of token ids, asking for the sampled ids
 (vLLM's ``return_token_ids``; its ``return_tokens_as_token_ids`` logprob tokens ``token_id:N``
-are read too) and one logprob per sampled token.
+are read too) and one logprob per sampled token. llama.cpp's server returns neither field; it
+answers each sampled token's ``id`` and ``logprob`` in ``logprobs.content`` once asked for
+probabilities (``n_probs``), which the adapter does for ``llamacpp-server:`` models.
 """
 
 from __future__ import annotations
@@ -22,11 +24,22 @@ from omnilab.models.types import GenerateConfig
 
 __all__ = ["ServerTokenAdapter", "exact"]
 
+_LLAMA_SERVER = "llamacpp-server"
+
 
 def _sampled(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
     logprobs = choice.get("logprobs") or {}
     values = [float(v) if v is not None else 0.0 for v in logprobs.get("token_logprobs") or []]
     ids = choice.get("token_ids")
+    content = logprobs.get("content")
+    if (
+        ids is None
+        and isinstance(content, list)
+        and content
+        and all(isinstance(e, dict) and "id" in e for e in content)
+    ):  # llama.cpp's server: one {"id", "token", "logprob", ...} per sampled token
+        ids = [e["id"] for e in content]
+        values = [float(e.get("logprob") or 0.0) for e in content]
     if ids is None:
         tokens = logprobs.get("tokens") or []
         if not all(isinstance(t, str) and t.startswith("token_id:") for t in tokens):
@@ -51,6 +64,7 @@ class ServerTokenAdapter(TokenAdapter):
     def __init__(self, plain: OpenAIAdapter, backend: TokenBackend) -> None:
         super().__init__(backend)
         self.plain = plain
+        self._extra: dict[str, Any] = {"n_probs": 1} if plain.provider == _LLAMA_SERVER else {}
         self.capabilities = plain.capabilities
         self.endpoint = plain.endpoint
         self.secrets = plain.secrets
@@ -65,6 +79,7 @@ class ServerTokenAdapter(TokenAdapter):
             "return_token_ids": True,
             "return_tokens_as_token_ids": True,
             "skip_special_tokens": False,
+            **self._extra,
         }
         for field in ("temperature", "top_p", "max_tokens", "stop", "seed"):
             value = getattr(config, field)

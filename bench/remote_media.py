@@ -1,0 +1,193 @@
+"""Inputs at URLs: fetching videos from a local S3 server, cold and warm, against the AWS client.
+
+Usage::
+
+    python bench/remote_media.py [--tasks 50] [--seconds 20] [--concurrency 8] [--rounds 3]
+
+Starts moto's S3 server (``moto_server``, the real S3 wire protocol) on 127.0.0.1 in its own
+process, uploads ``--tasks`` generated H.264+AAC videos, then runs, each in a fresh process,
+interleaved over ``--rounds``:
+
+- ``omnilab cold``: :func:`omnilab.media.remote.fetch` of every object into an empty media cache
+  (``--concurrency`` at a time, as that many eval tasks on one node would);
+- ``omnilab warm``: the same again on the filled cache (the bytes downloaded must be zero);
+- ``aws client``: boto3's ``download_file`` of the same objects to a folder, same concurrency
+  (what a user's own script would do; the floor for the cold case).
+
+Prints wall and CPU seconds (the child's user+system) and bytes downloaded per row, and the cold
+overhead against the AWS client (target: at most 1.2x wall). Needs ``pip install -e '.[dev]'``
+(s3fs and moto[server]). On a shared machine compare rows of the same run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+BUCKET = "bench-media"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(endpoint: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench-secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+def _wait(port: int, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"moto_server did not start on port {port}")
+
+
+def _upload(tasks: int, seconds: float, folder: Path) -> list[str]:
+    import boto3
+
+    from omnilab.media import synth
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    keys = []
+    for i in range(tasks):
+        path = folder / f"v{i:03d}.mp4"
+        synth.make_video(path, duration=seconds, size=(640, 360))
+        key = f"videos/{path.name}"
+        s3.upload_file(str(path), BUCKET, key)
+        keys.append(key)
+    return keys
+
+
+def _child(role: str, keys: list[str], concurrency: int, cache: Path, out: Path) -> None:
+    """One measured contender (in its own process)."""
+    started = time.perf_counter()
+    if role == "aws":
+        import boto3
+
+        s3 = boto3.client("s3")
+
+        def one(key: str) -> int:
+            dest = out / key.replace("/", "_")
+            s3.download_file(BUCKET, key, str(dest))
+            return dest.stat().st_size
+
+    else:
+        from omnilab.media.cache import MediaCache
+        from omnilab.media.remote import fetch
+
+        store = MediaCache(cache, max_bytes=1 << 40)
+
+        def one(key: str) -> int:
+            return fetch(f"s3://{BUCKET}/{key}", cache=store).downloaded
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        downloaded = sum(pool.map(one, keys))
+    wall = time.perf_counter() - started
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"wall": wall, "cpu": use.ru_utime + use.ru_stime, "bytes": downloaded}))
+
+
+def _measure(
+    role: str, args: argparse.Namespace, env: dict[str, str], cache: Path
+) -> dict[str, float]:
+    out = Path(tempfile.mkdtemp(prefix="omnilab-bench-aws-"))
+    try:
+        cmd = [sys.executable, __file__, "--child", role, "--keys", args.keys_file]
+        cmd += ["--concurrency", str(args.concurrency), "--cache", str(cache), "--out", str(out)]
+        started = time.perf_counter()
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{role} failed:\n{done.stderr[-2000:]}")
+        row: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        row["process_wall"] = time.perf_counter() - started
+        return row
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=20.0, help="Length of each video.")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--keys", dest="keys_file", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        keys = json.loads(Path(args.keys_file).read_text())
+        _child(args.child, keys, args.concurrency, Path(args.cache), Path(args.out))
+        return
+    moto = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
+    port = _port()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = _env(endpoint)
+    os.environ.update(env)
+    work = Path(tempfile.mkdtemp(prefix="omnilab-bench-remote-"))
+    server = subprocess.Popen(
+        [moto, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(port)
+        keys = _upload(args.tasks, args.seconds, work)
+        total = sum((work / Path(k).name).stat().st_size for k in keys)
+        args.keys_file = str(work / "keys.json")
+        Path(args.keys_file).write_text(json.dumps(keys))
+        print(f"{len(keys)} videos, {total / 2**20:.1f} MiB in s3://{BUCKET} ({endpoint})")
+        rows: dict[str, list[dict[str, float]]] = {
+            "omnilab cold": [],
+            "omnilab warm": [],
+            "aws client": [],
+        }
+        for _ in range(args.rounds):
+            cache = work / f"cache-{time.monotonic_ns()}"
+            rows["omnilab cold"].append(_measure("omnilab", args, env, cache))
+            rows["omnilab warm"].append(_measure("omnilab", args, env, cache))
+            rows["aws client"].append(_measure("aws", args, env, cache))
+            shutil.rmtree(cache, ignore_errors=True)
+        print(
+            f"{'':14} {'wall s':>8} {'cpu s':>8} {'MiB downloaded':>15}  (median of {args.rounds})"
+        )
+        med = {
+            name: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "bytes")}
+            for name, rs in rows.items()
+        }
+        for name, m in med.items():
+            print(f"{name:14} {m['wall']:8.2f} {m['cpu']:8.2f} {m['bytes'] / 2**20:15.1f}")
+        ratio = med["omnilab cold"]["wall"] / med["aws client"]["wall"]
+        print(f"cold overhead against the AWS client: {ratio:.2f}x wall (target <= 1.2x)")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+"""Inputs at URLs (``https://``, ``s3://``, ``gs://``, ``az://``): fetched once per machine into the
+media cache, then read like local files.
+
+A cluster seldom has a shared file system: each node fetches what its tasks need. An object is
+keyed by its URL (without query, fragment or user info, so two signed URLs of one object share an
+entry) plus its version as the store reports it (S3's VersionId or ETag, GCS's generation, Azure's
+and HTTP's ETag, else Last-Modified and size), so a changed object is a new entry and the old one
+ages out by the cache's LRU bound. Concurrent tasks on a machine wait for one download (the
+cache's cross-process key lock). A download goes to a partial file beside the entry, in parallel
+ranges, with a small record of the ranges already written, so a download that was killed resumes
+where it stopped; it is renamed into place only when its size (and MD5 where the store gives one)
+match and the object's version did not change meanwhile.
+
+Credentials come only from each store's standard chain (AWS environment/profile, Google ADC,
+Azure environment), read by fsspec's filesystems; no message this module writes holds a URL's
+query or user info (:func:`public_url`), nor a library's own error text, which may.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
+from omnilab.media._remote_fs import filesystem, status_of, transient
+from omnilab.media.cache import MediaCache, private_folder
+from omnilab.media.errors import MediaError, MediaErrorCode
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+__all__ = [
+    "REMOTE_SCHEMES",
+    "CachedObject",
+    "Fetched",
+    "ObjectVersion",
+    "cached_objects",
+    "fetch",
+    "is_remote",
+    "public_url",
+    "stat_remote",
+]
+
+# Objects up to this size come in one request; larger ones in ranges of _CHUNK bytes.
+_CHUNK = 8 << 20
+_WORKERS = 4
+_RETRIES = 4
+_BACKOFF_S = 0.5
+_PART = ".tmp-part"  # the cache's temporary mark: never counted, collected when stale
+# Entries of fetched objects share one folder of the cache (keys start with this), so their
+# bytes count toward the cache's bound and LRU like any entry; the URLs they came from are
+# recorded in a dot folder the cache does not count (what ``omnilab cache show`` lists).
+_KEY_PREFIX = "r-"
+_INDEX = ".remote"
+_SAFE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ObjectVersion:
+    """What the store says about an object: enough to tell a changed object from the same one."""
+
+    tag: str
+    """VersionId, ETag, generation, or ``mtime:<Last-Modified>`` (each with the size)."""
+    size: int
+    md5: str | None
+    """Hex MD5 of the content where the store gives one (S3 single-part ETag, GCS, HTTP)."""
+
+
+@dataclass(frozen=True)
+class CachedObject:
+    """A fetched object still in the media cache (see :func:`cached_objects`)."""
+
+    url: str
+    version: str
+    path: Path
+    size: int
+    last_use: float
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A fetched object: its local copy in the media cache and what was downloaded for it."""
+
+    path: Path
+    url: str
+    """The URL as recorded: without query, fragment or user info."""
+    version: ObjectVersion
+    downloaded: int
+    """Bytes downloaded by this call (0 on a cache hit; less than the size on a resume)."""
+
+
+def stat_remote(url: str) -> ObjectVersion:
+    """The object's current version and size (one request; retried on transient errors)."""
+    fs, path = filesystem(url)
+    return _version(_call(url, lambda: fs.info(path)))
+
+
+def fetch(
+    url: str,
+    *,
+    cache: MediaCache | None = None,
+    expect: ObjectVersion | None = None,
+    workers: int = _WORKERS,
+    chunk_bytes: int = _CHUNK,
+    progress: Callable[[int, int], None] | None = None,
+) -> Fetched:
+    """The local copy of ``url`` in the media cache, downloading it when missing.
+
+    ``expect``: the version a run recorded earlier; a different object now raises ``CHANGED``
+    (a resumed run must not mix two versions of its inputs). ``progress(done, total)`` is
+    called as bytes arrive. Raises :class:`MediaError` (``NOT_FOUND``, ``DENIED``,
+    ``UNREACHABLE`` after retries, ``CHANGED``, ``CORRUPT`` on a failed check) and
+    :class:`OmnilabError` when the scheme's filesystem package is not installed.
+    """
+    fs, path = filesystem(url)
+    shown = public_url(url)
+    version = _version(_call(url, lambda: fs.info(path)))
+    if expect is not None and expect.tag != version.tag:
+        raise MediaError(
+            MediaErrorCode.CHANGED,
+            f"{shown} changed since this run first read it (was {expect.tag}, now {version.tag})",
+            path=shown,
+        )
+    store = cache if cache is not None else MediaCache.default()
+    key = _key(shown, version)
+    suffix = _suffix(shown)
+    hit = store.get(key, suffix)
+    if hit is not None:
+        return Fetched(hit, shown, version, 0)
+    private_folder(store.root)
+    final = store.path_for(key, suffix)
+    final.parent.mkdir(mode=0o700, exist_ok=True)
+    with store.lock(key):
+        hit = store.get(key, suffix)
+        if hit is not None:  # another task or process on this machine fetched it meanwhile
+            return Fetched(hit, shown, version, 0)
+        download = _Download(fs, path, url, version, final.with_name(f"{key}{_PART}{suffix}"))
+        got = download.run(
+            workers=max(1, workers), chunk=max(1 << 16, chunk_bytes), progress=progress
+        )
+        download.part.replace(final)
+        download.record.unlink(missing_ok=True)
+        _index(store, key, shown, version)
+    store.evict()
+    return Fetched(final, shown, version, got)
+
+
+class _Download:
+    """One object into one partial file, range by range, resumable from its record."""
+
+    def __init__(
+        self, fs: AbstractFileSystem, path: str, url: str, version: ObjectVersion, part: Path
+    ) -> None:
+        self.fs, self.path, self.url, self.version, self.part = fs, path, url, version, part
+        self.record = part.with_name(part.name + ".json")
+        self._lock = threading.Lock()
+
+    def run(self, *, workers: int, chunk: int, progress: Callable[[int, int], None] | None) -> int:
+        size = self.version.size
+        ranges = [(start, min(size, start + chunk)) for start in range(0, size, chunk)]
+        done = self._resumable(chunk)
+        fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        got = 0
+        try:
+            os.ftruncate(fd, size)  # a sparse file of the object's size; ranges fill it
+            written = sum(end - start for start, end in ranges if start in done)
+            todo = [r for r in ranges if r[0] not in done]
+
+            def one(r: tuple[int, int]) -> None:
+                nonlocal got, written
+                start, end = r
+                data = self._range(start, end, single=len(ranges) == 1)
+                os.pwrite(fd, data, start)
+                with self._lock:
+                    done.add(start)
+                    got += len(data)
+                    written += len(data)
+                    self._save(chunk, done)
+                    if progress is not None:
+                        progress(written, size)
+
+            if workers == 1 or len(todo) <= 1:
+                for r in todo:
+                    one(r)
+            else:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    list(pool.map(one, todo))  # re-raises the first failure
+            os.fsync(fd)
+            self._verify(fd)
+        finally:
+            os.close(fd)
+        now = _version(_call(self.url, lambda: self.fs.info(self.path)))
+        if now.tag != self.version.tag:
+            self.part.unlink(missing_ok=True)
+            self.record.unlink(missing_ok=True)
+            raise MediaError(
+                MediaErrorCode.CHANGED,
+                f"{public_url(self.url)} changed while it was being downloaded; run again",
+                path=public_url(self.url),
+            )
+        return got
+
+    def _range(self, start: int, end: int, *, single: bool) -> bytes:
+        if single:
+            data = _call(self.url, lambda: self.fs.cat_file(self.path))
+        else:
+            data = _call(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
+        if len(data) != end - start:
+            raise MediaError(
+                MediaErrorCode.CORRUPT,
+                f"{public_url(self.url)}: the store sent {len(data)} bytes for bytes "
+                f"{start}-{end} (does it serve byte ranges?)",
+                path=public_url(self.url),
+            )
+        return bytes(data)
+
+    def _resumable(self, chunk: int) -> set[int]:
+        """Ranges an interrupted download of the same version already wrote."""
+        try:
+            saved = json.loads(self.record.read_text())
+            st = os.lstat(self.part)
+        except (OSError, ValueError):
+            return set()
+        if (
+            not isinstance(saved, dict)
+            or saved.get("tag") != self.version.tag
+            or saved.get("size") != self.version.size
+            or saved.get("chunk") != chunk
+            or not stat.S_ISREG(st.st_mode)
+        ):
+            return set()
+        return {int(s) for s in saved.get("done", []) if isinstance(s, int)}
+
+    def _save(self, chunk: int, done: set[int]) -> None:
+        body = {"tag": self.version.tag, "size": self.version.size, "chunk": chunk}
+        _write_private(self.record, json.dumps({**body, "done": sorted(done)}))
+
+    def _verify(self, fd: int) -> None:
+        st = os.fstat(fd)
+        if st.st_size != self.version.size:
+            raise MediaError(
+                MediaErrorCode.CORRUPT,
+                f"{public_url(self.url)}: {st.st_size} bytes on disk, the store says "
+                f"{self.version.size}",
+                path=public_url(self.url),
+            )
+        if self.version.md5 is None:
+            return
+        h = hashlib.md5(usedforsecurity=False)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while block := os.read(fd, 1 << 20):
+            h.update(block)
+        if h.hexdigest() != self.version.md5:
+            # Nothing of it can be trusted: the next try starts again.
+            self.record.unlink(missing_ok=True)
+            raise MediaError(
+                MediaErrorCode.CORRUPT,
+                f"{public_url(self.url)}: the downloaded bytes do not match the store's MD5",
+                path=public_url(self.url),
+            )
+
+
+def _version(info: Mapping[str, Any]) -> ObjectVersion:
+    size = info.get("size")
+    if not isinstance(size, int) or size < 0:
+        raise MediaError(MediaErrorCode.UNSUPPORTED, "the store does not say the object's size")
+    lowered = {str(k).lower(): v for k, v in info.items()}
+    md5: str | None = None
+    etag = lowered.get("etag")
+    if isinstance(etag, str):
+        bare = etag.strip('"').removeprefix("W/").strip('"')
+        if re.fullmatch(r"[0-9a-f]{32}", bare):  # S3 single-part uploads: the ETag is the MD5
+            md5 = bare
+    for field in ("md5hash", "content-md5"):
+        value = lowered.get(field)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                md5 = base64.b64decode(value, validate=True).hex()
+    for field in ("versionid", "generation", "etag"):
+        value = lowered.get(field)
+        if value not in (None, "", "null"):
+            return ObjectVersion(f"{field}:{str(value).strip(chr(34))}:{size}", size, md5)
+    modified = lowered.get("last-modified") or lowered.get("lastmodified") or lowered.get("mtime")
+    tag = f"mtime:{modified}:{size}" if modified else f"size:{size}"
+    return ObjectVersion(tag, size, md5)
+
+
+def _key(shown: str, version: ObjectVersion) -> str:
+    canon = json.dumps({"url": shown, "version": version.tag, "op": "remote"}, sort_keys=True)
+    return _KEY_PREFIX + hashlib.sha256(canon.encode()).hexdigest()
+
+
+def cached_objects(cache: MediaCache | None = None) -> list[CachedObject]:
+    """The fetched objects the cache holds now, most recently used first."""
+    store = cache if cache is not None else MediaCache.default()
+    folder = store.root / _INDEX
+    found: list[CachedObject] = []
+    if not folder.is_dir():
+        return found
+    for record in folder.glob(f"{_KEY_PREFIX}*.json"):
+        try:
+            meta = json.loads(record.read_text())
+            path = store.path_for(record.stem, str(meta["suffix"]))
+            st = path.stat()
+            found.append(
+                CachedObject(str(meta["url"]), str(meta["version"]), path, st.st_size, st.st_mtime)
+            )
+        except FileNotFoundError:
+            record.unlink(missing_ok=True)  # the entry was evicted
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return sorted(found, key=lambda o: o.last_use, reverse=True)
+
+
+def _index(store: MediaCache, key: str, shown: str, version: ObjectVersion) -> None:
+    folder = store.root / _INDEX
+    folder.mkdir(mode=0o700, exist_ok=True)
+    body = {"url": shown, "version": version.tag, "size": version.size, "suffix": _suffix(shown)}
+    _write_private(folder / f"{key}.json", json.dumps(body))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a 0600 temporary file beside it, renamed over it."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
+        f.write(text)
+    tmp.replace(path)
+
+
+def _suffix(shown: str) -> str:
+    # The extension stays, so decoders that pick a format from the name still can.
+    name = urlsplit(shown).path.rsplit("/", 1)[-1]
+    ext = os.path.splitext(name)[1]  # noqa: PTH122 - a URL path, not a local one
+    return ext.lower() if _SAFE_SUFFIX.fullmatch(ext) else ""
+
+
+def _call(url: str, op: Callable[[], T]) -> T:
+    """``op()``, retried with backoff on transient errors; store errors as one-line MediaErrors."""
+    shown = public_url(url)
+    for attempt in range(_RETRIES + 1):
+        try:
+            return op()
+        except MediaError:
+            raise
+        except Exception as exc:  # every store's client raises its own types
+            # fsspec's HTTP filesystem turns any failed HEAD/GET into FileNotFoundError, with
+            # the response's status on the cause: the status decides where there is one.
+            status = status_of(exc)
+            if status is None and transient(exc) and attempt < _RETRIES:
+                time.sleep(_BACKOFF_S * 2**attempt)
+                continue
+            if status is None and transient(exc):
+                status = 503  # retried enough: reported as unreachable below
+            if status in (401, 403) or (status is None and isinstance(exc, PermissionError)):
+                why = f"HTTP {status}" if status else "check the credentials"
+                raise MediaError(
+                    MediaErrorCode.DENIED, f"{shown}: access denied ({why})", path=shown
+                ) from None
+            if status == 404 or (status is None and isinstance(exc, FileNotFoundError)):
+                raise MediaError(
+                    MediaErrorCode.NOT_FOUND, f"{shown} does not exist", path=shown
+                ) from None
+            if status is not None and 400 <= status < 500 and status not in (408, 429):
+                raise MediaError(
+                    MediaErrorCode.UNSUPPORTED,
+                    f"{shown}: the store refused (HTTP {status})",
+                    path=shown,
+                ) from None
+            if attempt == _RETRIES:
+                # The library's message may hold the signed URL: only its type is shown.
+                raise MediaError(
+                    MediaErrorCode.UNREACHABLE,
+                    f"{shown}: unreachable after {_RETRIES + 1} tries ({type(exc).__name__})",
+                    path=shown,
+                ) from None
+            time.sleep(_BACKOFF_S * 2**attempt)
+    raise AssertionError("unreachable")

@@ -1,0 +1,134 @@
+"""Object stores on 127.0.0.1 for the remote-input tests: moto's S3 server (the real S3 wire
+protocol) and a small HTTP server with byte ranges, ETags, and switches for failures."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class HttpStore:
+    """Objects by path; every GET is logged as (path, start, end)."""
+
+    base: str
+    objects: dict[str, bytes] = field(default_factory=dict)
+    gets: list[tuple[str, int, int]] = field(default_factory=list)
+    fail_from: int | None = None
+    """When set, GETs of ranges starting at or past this byte answer 500."""
+    denied: set[str] = field(default_factory=set)
+
+    def url(self, path: str, query: str = "") -> str:
+        return f"{self.base}/{path}" + (f"?{query}" if query else "")
+
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+
+
+def _handler(store: HttpStore) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _object(self) -> tuple[str, bytes] | None:
+            path = self.path.split("?", 1)[0].lstrip("/")
+            if path in store.denied:
+                self.send_error(403)
+                return None
+            data = store.objects.get(path)
+            if data is None:
+                self.send_error(404)
+                return None
+            return path, data
+
+        def _headers(self, data: bytes) -> None:
+            self.send_header("ETag", f'"{hashlib.md5(data).hexdigest()}"')
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Content-Type", "application/octet-stream")
+
+        def do_HEAD(self) -> None:
+            found = self._object()
+            if found is None:
+                return
+            self.send_response(200)
+            self._headers(found[1])
+            self.send_header("Content-Length", str(len(found[1])))
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            found = self._object()
+            if found is None:
+                return
+            path, data = found
+            start, end = 0, len(data)
+            m = _RANGE.fullmatch(self.headers.get("Range", ""))
+            if m:
+                start = int(m.group(1))
+                end = min(len(data), int(m.group(2)) + 1 if m.group(2) else len(data))
+            if store.fail_from is not None and start >= store.fail_from:
+                self.send_error(500)
+                return
+            store.gets.append((path, start, end))
+            body = data[start:end]
+            self.send_response(206 if m else 200)
+            self._headers(data)
+            if m:
+                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+@contextmanager
+def http_store() -> Iterator[HttpStore]:
+    port = free_port()
+    store = HttpStore(f"http://127.0.0.1:{port}")
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(store))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield store
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def s3_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto's S3 server on loopback; yields a boto3 client for it (the AWS env points at it)."""
+    boto3 = pytest.importorskip("boto3")
+    server_mod = pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    port = free_port()
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for key, value in {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing-key-id",
+        "AWS_SECRET_ACCESS_KEY": "testing-secret-value-0123",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    try:
+        yield boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    finally:
+        server.stop()
