@@ -7,13 +7,14 @@ run (``ConfigError``) instead of taking the setting; the verdict is the same at 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from attacks.registry import ALL, Ctx, Verdict, attack
-from omnilab._trust import trust
+from omnilab._trust import content_hash, trust, trust_store
 from omnilab.config import ConfigError, Settings, get_settings
 from omnilab.models import get_model
 from omnilab.models.fake_server import FakeOpenAIServer
@@ -124,7 +125,7 @@ def project_parent_and_edit(ctx: Ctx) -> Verdict:
     return False, "the edited file's sandbox setting was taken"
 
 
-@attack("an $OMNILAB_CONFIG or user config another user can change sets the process level", ALL)
+@attack("a config file or trust record another user can change sets the process level", ALL)
 def foreign_trusted_file(ctx: Ctx) -> Verdict:
     """Issue 42's reviewer: the trusted files are trusted for who wrote them. One that another
     user can write, or one in their folder (``sudo -E`` keeps the caller's XDG_CONFIG_HOME),
@@ -154,6 +155,20 @@ def foreign_trusted_file(ctx: Ctx) -> Verdict:
             (own / "omnilab.toml").chmod(0o666)
         try:
             Settings()
+            return False, "another user's config file chose the process level"
         except ConfigError:
-            return True, "both refused"
-        return False, "another user's config file chose the process level"
+            (own / "omnilab.toml").unlink()
+        # The caller's trust record (sudo -E keeps XDG_STATE_HOME) trusting their project file.
+        (folder / "omnilab.toml").write_text(risky)
+        store = trust_store()
+        store.parent.mkdir(parents=True, exist_ok=True)
+        real = os.path.realpath(folder / "omnilab.toml")
+        store.write_text(json.dumps({"files": {real: content_hash(risky.encode())}}))
+        store.chmod(0o666)
+        if os.geteuid() == 0:
+            os.chown(store, 65534, 65534)
+        try:
+            Settings()
+        except ConfigError:
+            return True, "all three refused"
+        return False, "another user's trust record trusted their project file"
