@@ -169,3 +169,48 @@ def run_file_links(ctx: Ctx) -> Verdict:
         pass
     intact = secret.read_bytes() == SECRET
     return intact, "the root-only file is intact" if intact else "written through the link"
+
+
+@attack("runs folder inside a folder another user owns", ALL)
+def runs_in_their_folder(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: root's 0700 runs folder in alice's checkout is still alice's to
+    rename away and replace with a folder of links (O_NOFOLLOW covers the last component)."""
+    import os
+
+    root = _scratch(ctx)
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.api import new_run_dir
+
+    checkout = root / "alice-checkout"
+    checkout.mkdir()
+    if os.geteuid() == 0:
+        os.chown(checkout, 65534, 65534)  # alice's own folder
+    else:
+        checkout.chmod(0o777)  # without root: a folder every user can write
+    try:
+        folder = new_run_dir(checkout / "omnilab-runs")
+    except UnsafeFolderError as exc:
+        return True, f"refused: {str(exc)[:80]}"
+    return False, f"run folder made at {folder}, which alice can swap"
+
+
+@attack("report of a run whose trajectory links to root's own run", ALL)
+def report_linked_trajectory(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: ``omnilab report THEIR_RUN`` rendered root's private trajectory."""
+    root = _scratch(ctx)
+    from omnilab.report import build_report
+    from omnilab.report.synthetic import write_synthetic_run
+
+    mine = write_synthetic_run(root / "roots-run", tasks=1, frames=1)
+    theirs = write_synthetic_run(root / "their-run", tasks=1, frames=1)
+    (source,) = (mine / "trajectories").glob("*.jsonl")
+    marker = f"PRIVATE-{uuid.uuid4().hex}"
+    source.write_text(source.read_text().replace("What colour", f"{marker} What colour"))
+    source.chmod(0o600)
+    planted = theirs / "trajectories" / source.name
+    planted.unlink()
+    planted.symlink_to(source)
+    out = root / "report"
+    build_report([theirs], out)
+    pages = "".join(p.read_text(errors="replace") for p in out.rglob("*.html"))
+    return marker not in pages, "rendered root's trajectory" if marker in pages else "left out"

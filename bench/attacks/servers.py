@@ -150,3 +150,25 @@ def mcp_swap(ctx: Ctx) -> Verdict:
     except Exception as e:  # an exception out of McpTools.call is an escape too
         return False, f"{type(e).__name__} escaped McpTools.call: {e}"
     return leaked == 0, f"{served} reads served, {leaked} of the root-only image"
+
+
+@attack("a sparse file in omnilab mcp's folder copied out dense", ALL)
+def mcp_sparse(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer, reproduction 10 through mcp's private copies: another user's 1 GiB
+    sparse file (no disk) must not cost the server 1 GiB of disk."""
+    try:
+        from omnilab.server.mcp import folder_inputs
+        from omnilab.server.mcp_files import PrivateCopies
+    except ImportError:
+        return True, "n/a: the mcp extra is not installed"
+    root = ctx.root / f"mcp-sparse-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    with (root / "talk.mp4").open("wb") as f:
+        f.truncate(1024**3)
+    copies = PrivateCopies(root, folder_inputs(root))
+    try:
+        problem = copies.refresh(["talk.mp4"])
+        used = sum(p.stat().st_blocks * 512 for p in copies.folder.rglob("*") if p.is_file())
+    finally:
+        copies.close()
+    return used < 16 * 1024**2, f"{problem or 'copied'}; {used >> 20} MiB on disk"

@@ -5,6 +5,9 @@ swapped for a link during a run. The totals and uids exist only with a root harn
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import io
 import os
 import subprocess
 import tempfile
@@ -211,3 +214,90 @@ def view_swap(ctx: Ctx) -> Verdict:
         return False, f"the model call failed: {exc}"
     notice = [p for p in vetted[0].content if isinstance(p, Text) and "replaced" in p.text]
     return bool(notice), "dropped with a notice" if notice else "the link stayed in the context"
+
+
+def _local(kind: str, number: int) -> str | None:
+    """A real local user (``useradd``) or group (``groupadd``) numbered ``number``, with no
+    process and no home (issue 42's reviewer: a passwd entry alone, not a running process);
+    None when this machine cannot make one."""
+    name = f"omx{uuid.uuid4().hex[:8]}"
+    if kind == "user":
+        command = ["useradd", "-u", str(number), "-M", "-N", "-s", "/usr/sbin/nologin", name]
+    else:
+        command = ["groupadd", "-g", str(number), name]
+    try:
+        made = subprocess.run(command, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return name if made.returncode == 0 else None
+
+
+def _drop_local(kind: str, name: str) -> None:
+    subprocess.run([f"{kind}del", name], capture_output=True, timeout=30, check=False)
+
+
+def _taken_by_local(ctx: Ctx, kind: str) -> Verdict:
+    if os.geteuid() != 0:
+        return _NOT_ROOT
+    ws = ctx.ws()
+    base = get_settings().sandbox.uid_base
+    wanted = base + zlib.crc32(os.fsencode(str(ws))) % 65536
+    name = _local(kind, wanted)
+    if name is None:
+        return True, f"n/a (no {kind}add here)"
+    try:
+        out, how = ctx.run("import os; print(os.getuid(), os.getgid())", ws=ws)
+    finally:
+        _drop_local(kind, name)
+    ids = out.split()
+    held = len(ids) == 2 and all(i.isdigit() and int(i) != wanted for i in ids)
+    return held, f"{kind} {name} is {wanted}; sandbox ran as uid/gid {' '.join(ids)} ({how})"
+
+
+@attack("a user made with useradd (no process) holds the workspace's uid", OWN_UID)
+def uid_of_a_passwd_user(ctx: Ctx) -> Verdict:
+    return _taken_by_local(ctx, "user")
+
+
+@attack("a group made with groupadd holds the workspace's gid", OWN_UID)
+def gid_of_a_local_group(ctx: Ctx) -> Verdict:
+    return _taken_by_local(ctx, "group")
+
+
+@attack("swap the views folder itself for a link during the run", ALL)
+def views_folder_swap(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: the view swap one level up (the folder, not the file)."""
+    from PIL import Image as PILImage
+
+    from omnilab.agents.view_check import vet_views
+    from omnilab.agents.views import save_view
+    from omnilab.content import Image, Text
+    from omnilab.models.capabilities import Capabilities
+    from omnilab.models.providers.openai_wire import wire_messages
+    from omnilab.models.types import Message
+
+    ws = ctx.ws()
+    view = save_view(PILImage.new("RGB", (16, 16)), ws / "views", "image_1.jpg")
+    private = ctx.root / f"private-views-{uuid.uuid4().hex[:6]}"
+    private.mkdir(mode=0o700)
+    marker = PILImage.new("RGB", (16, 16), (255, 0, 0))
+    marker.save(private / "image_1.jpg")
+    (private / "image_1.jpg").chmod(0o600)
+    ctx.run(
+        f"import os, shutil; shutil.rmtree('views'); os.symlink({str(private)!r}, 'views')",
+        ws=ws,
+    )
+    messages = [Message.user("what is it?", Image(path=view))]
+    vetted = {**dict(enumerate(messages)), **vet_views(messages)}
+    try:
+        wire = wire_messages(list(vetted.values()), Capabilities(image=True), "m")
+    except Exception as exc:
+        return False, f"the model call failed: {exc}"
+    sent = str(wire)
+    leaked = False
+    for chunk in sent.split("base64,")[1:]:
+        data = base64.b64decode(chunk.split("'")[0].split('"')[0] + "==")
+        with contextlib.suppress(Exception):
+            leaked |= PILImage.open(io.BytesIO(data)).convert("RGB").getpixel((8, 8))[0] > 200
+    notice = [p for p in vetted[0].content if isinstance(p, Text) and "replaced" in p.text]
+    return not leaked, "root's picture sent" if leaked else f"not sent (notice: {bool(notice)})"

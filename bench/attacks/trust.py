@@ -7,13 +7,14 @@ run (``ConfigError``) instead of taking the setting; the verdict is the same at 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from attacks.registry import ALL, Ctx, Verdict, attack
-from omnilab._trust import trust
+from omnilab._trust import content_hash, trust, trust_store
 from omnilab.config import ConfigError, Settings, get_settings
 from omnilab.models import get_model
 from omnilab.models.fake_server import FakeOpenAIServer
@@ -122,3 +123,52 @@ def project_parent_and_edit(ctx: Ctx) -> Verdict:
         except ConfigError as e:
             return "changed since it was trusted" in str(e), "the edit undid the trust"
     return False, "the edited file's sandbox setting was taken"
+
+
+@attack("a config file or trust record another user can change sets the process level", ALL)
+def foreign_trusted_file(ctx: Ctx) -> Verdict:
+    """Issue 42's reviewer: the trusted files are trusted for who wrote them. One that another
+    user can write, or one in their folder (``sudo -E`` keeps the caller's XDG_CONFIG_HOME),
+    must not choose root's isolation level."""
+    risky = '[sandbox]\nisolation = "process"\nunsafe_process_as_root = true\n'
+    with clone(ctx, "") as folder:
+        shared = folder.parent / "shared"
+        shared.mkdir()
+        config = shared / "omnilab.toml"
+        config.write_text(risky)
+        config.chmod(0o666)
+        os.environ["OMNILAB_CONFIG"] = str(config)
+        try:
+            get_settings.cache_clear()
+            Settings()
+            return False, "a world-writable $OMNILAB_CONFIG chose the process level"
+        except ConfigError:
+            pass
+        finally:
+            os.environ.pop("OMNILAB_CONFIG", None)
+        own = Path(os.environ["XDG_CONFIG_HOME"]) / "omnilab"
+        own.mkdir(parents=True)
+        (own / "omnilab.toml").write_text(risky)
+        if os.geteuid() == 0:
+            os.chown(own / "omnilab.toml", 65534, 65534)  # the sudo caller's file
+        else:
+            (own / "omnilab.toml").chmod(0o666)
+        try:
+            Settings()
+            return False, "another user's config file chose the process level"
+        except ConfigError:
+            (own / "omnilab.toml").unlink()
+        # The caller's trust record (sudo -E keeps XDG_STATE_HOME) trusting their project file.
+        (folder / "omnilab.toml").write_text(risky)
+        store = trust_store()
+        store.parent.mkdir(parents=True, exist_ok=True)
+        real = os.path.realpath(folder / "omnilab.toml")
+        store.write_text(json.dumps({"files": {real: content_hash(risky.encode())}}))
+        store.chmod(0o666)
+        if os.geteuid() == 0:
+            os.chown(store, 65534, 65534)
+        try:
+            Settings()
+        except ConfigError:
+            return True, "all three refused"
+        return False, "another user's trust record trusted their project file"

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import platformdirs
 
-from omnilab._trust import TrustState, read_config_bytes, trust_state
+from omnilab._trust import TrustState, foreign_writer, read_config_bytes, trust_state
 from omnilab.errors import OmnilabError
 
 __all__ = [
@@ -84,6 +84,9 @@ class ConfigLayer:
     exists: bool
     trust: TrustState
     data: dict[str, Any] = field(default_factory=dict)
+    foreign: str | None = None
+    """For the user's or an explicit file: why another user can change it (then it is
+    untrusted: its security-relevant settings are refused)."""
 
     @property
     def trusted(self) -> bool:
@@ -136,7 +139,10 @@ def _layer(path: Path, role: _Role) -> ConfigLayer:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from None
     trust: TrustState = trust_state(path, raw) if role == "project" else "trusted"
-    return ConfigLayer(path, role, exists=True, trust=trust, data=data)
+    foreign = foreign_writer(path) if role != "project" else None
+    if foreign is not None:  # the operator named it, but someone else can write it
+        trust = "untrusted"
+    return ConfigLayer(path, role, exists=True, trust=trust, data=data, foreign=foreign)
 
 
 def describe_config() -> list[dict[str, Any]]:
@@ -185,6 +191,11 @@ def check_trust(layer: ConfigLayer) -> None:
         return
     why = "changed since it was trusted" if layer.trust == "changed" else "not trusted"
     shown = ", ".join(refused[:4]) + (f" (and {len(refused) - 4} more)" if len(refused) > 4 else "")
+    if layer.foreign is not None:
+        raise ConfigError(
+            f"{layer.path} is {layer.foreign}, so it may not set {shown}: make it yours and "
+            "writable only by you (chown, chmod go-w), or set these in OMNILAB_* variables or flags"
+        )
     raise ConfigError(
         f"{layer.path} ({why}) sets {shown}, which only a trusted config may set: read it, then "
         f"run `omnilab trust {layer.path}`, or set these in {user_config_file()}, OMNILAB_* "

@@ -7,7 +7,8 @@ files. So:
 
 - :func:`private_folder` makes a runs or cache folder (and missing parents) mode 0700, and
   refuses, with one line, one that is a link, not a folder, owned by another user, or writable
-  by others;
+  by others, or that lies below a folder another user owns or every user can write (no sticky
+  bit): they could swap the folder for theirs;
 - :func:`new_folder` makes a fresh 0700 folder inside such a folder;
 - :func:`omnilab._atomic.write_atomic` (the project's one atomic write) writes a new file
   beside its target, created ``O_EXCL | O_NOFOLLOW`` in the target's folder opened without
@@ -28,6 +29,7 @@ from omnilab.errors import OmnilabError
 
 __all__ = [
     "UnsafeFolderError",
+    "check_ancestors",
     "check_folder",
     "new_folder",
     "open_new",
@@ -70,9 +72,34 @@ def private_folder(path: str | Path, *, what: str = "folder") -> Path:
     """``path`` (``~`` expanded) made 0700 with its missing parents, or checked with
     :func:`check_folder` when it exists; returns it."""
     folder = Path(path).expanduser()
+    check_ancestors(folder, what=what)
     make_folders(folder)
     check_folder(folder, what=what)
     return folder
+
+
+def check_ancestors(path: Path, *, what: str) -> None:
+    """Refuses (:class:`UnsafeFolderError`) ``path`` when a folder above it, on the path as
+    written or on the one it leads to, belongs to another user (not root) or every user can
+    write it without a sticky bit: whoever can write there can swap the run's folder for one of
+    theirs holding links, which writes by name follow (``O_NOFOLLOW`` covers the last
+    component only)."""
+    hint = f"; choose another {what}" if what else ""
+    me = os.geteuid()
+    written = Path(os.path.abspath(path))  # noqa: PTH100 - lexical: links are checked too
+    for chain in (written.parents, Path(os.path.realpath(written)).parents):
+        for folder in chain:
+            try:
+                st = os.lstat(folder)
+            except FileNotFoundError:
+                continue  # made below, 0700
+            if st.st_uid not in (me, 0):
+                raise UnsafeFolderError(
+                    f"{path} lies in {folder}, which belongs to {_owner(st.st_uid)}: that user "
+                    f"could redirect the harness's writes{hint}"
+                )
+            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
+                raise UnsafeFolderError(f"{path} lies in {folder}, writable by every user{hint}")
 
 
 def new_folder(parent: Path, name: str) -> Path:

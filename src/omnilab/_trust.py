@@ -24,6 +24,7 @@ from omnilab.errors import OmnilabError
 __all__ = [
     "TrustState",
     "content_hash",
+    "foreign_writer",
     "read_config_bytes",
     "revoke",
     "trust",
@@ -66,8 +67,11 @@ def read_config_bytes(path: Path) -> bytes:
 
 
 def trusted_files() -> dict[str, str]:
-    """Real path -> trusted content hash, as recorded (empty when nothing is trusted)."""
+    """Real path -> trusted content hash, as recorded (empty when nothing is trusted, and when
+    the store is one another user can change: it would trust their files for this user)."""
     store = trust_store()
+    if store.exists() and foreign_writer(store) is not None:
+        return {}
     try:
         loaded = json.loads(store.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -112,3 +116,33 @@ def _save(files: dict[str, str]) -> None:
     store.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     text = json.dumps({"version": 1, "files": dict(sorted(files.items()))}, indent=1) + "\n"
     write_atomic(store, text, mode=0o600)
+
+
+def foreign_writer(path: Path) -> str | None:
+    """Why someone other than the user (or root) can change the file ``path``, else None: one
+    owned by another user (``sudo -E`` keeping the caller's ``XDG_CONFIG_HOME`` or
+    ``XDG_STATE_HOME``), writable by others or by a group not the user's own, or in a folder
+    they can write without a sticky bit (they can replace the file)."""
+    real = Path(os.path.realpath(path))
+    me = os.geteuid()
+    try:
+        file, folder = real.stat(), real.parent.stat()
+    except OSError:
+        return None  # gone since: whoever reads it says so
+    if file.st_uid not in (me, 0):
+        return f"owned by uid {file.st_uid}"
+    if _others_write(file):
+        return f"writable by other users (mode {stat.S_IMODE(file.st_mode):o})"
+    if folder.st_mode & stat.S_ISVTX:
+        return None
+    if folder.st_uid not in (me, 0):
+        return f"in {real.parent}, owned by uid {folder.st_uid}"
+    if _others_write(folder):
+        return f"in {real.parent}, writable by other users"
+    return None
+
+
+def _others_write(st: os.stat_result) -> bool:
+    """Writable by others, or by a group other than the user's own (umask 002 gives a user's
+    files to their private group: that is not someone else)."""
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getegid()))

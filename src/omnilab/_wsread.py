@@ -42,6 +42,7 @@ __all__ = [
     "MAX_PIXELS",
     "UnsafeFileError",
     "check_pixels",
+    "copy_open",
     "copy_to",
     "mark_untrusted",
     "open_dir",
@@ -319,14 +320,60 @@ def copy_to(
     """Copies the regular file ``path`` into the open ``target`` (``max_bytes`` None: any
     size); returns the bytes copied."""
     fd, _ = open_file(path, root=root, max_bytes=max_bytes)
-    total = 0
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            total += len(chunk)
+    try:
+        name = str(path.shown()) if isinstance(path, DataPath) else str(path)
+        return copy_open(fd, target, name=name, max_bytes=max_bytes)
+    finally:
+        os.close(fd)
+
+
+def copy_open(fd: int, target: IO[bytes], *, name: str, max_bytes: int | None = None) -> int:
+    """Copies the open regular file ``fd`` (from :func:`open_file`) into ``target`` from its
+    start, holes as holes when ``target`` is a file on disk (only data regions are read and
+    written, the length set at the end): a sparse file planted by someone else costs the copy
+    no more disk than it cost them. Returns the bytes read from ``fd``."""
+    size = os.fstat(fd).st_size
+    sparse = _regular_target(target)
+    total = pos = 0
+    while True:
+        start, end = _data_region(fd, pos) if sparse else (pos, None)
+        if start is None:
+            break
+        if sparse and start != pos:
+            target.seek(start)
+        pos = start
+        while end is None or pos < end:
+            chunk = os.pread(fd, _CHUNK if end is None else min(_CHUNK, end - pos), pos)
+            if not chunk:
+                break
+            total, pos = total + len(chunk), pos + len(chunk)
             if max_bytes is not None and total > max_bytes:
-                raise UnsafeFileError(errno.EFBIG, f"{path} is larger than {_size(max_bytes)}")
+                raise UnsafeFileError(errno.EFBIG, f"{name} is larger than {_size(max_bytes)}")
             target.write(chunk)
+        if end is None or pos < end:
+            break  # the end of the file (it may have shrunk)
+    if sparse and target.tell() < size:
+        target.truncate(size)  # a hole up to the length fstat gave
     return total
+
+
+def _regular_target(target: IO[bytes]) -> bool:
+    """Whether ``target`` is a file on disk (one a hole can be left in)."""
+    try:
+        return stat.S_ISREG(os.fstat(target.fileno()).st_mode) and target.seekable()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+        return False
+
+
+def _data_region(fd: int, pos: int) -> tuple[int | None, int | None]:
+    """The next data region at or after ``pos`` (start, end); ``(None, None)`` when only a hole
+    is left; ``(pos, None)`` where the file system cannot say (read to the end)."""
+    try:
+        start = os.lseek(fd, pos, os.SEEK_DATA)
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+    except OSError as e:
+        return (None, None) if e.errno == errno.ENXIO else (pos, None)
+    return (start, end) if end > start else (pos, None)
 
 
 # -- images ------------------------------------------------------------------------------------

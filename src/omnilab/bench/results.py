@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
+from omnilab import _wsread
 from omnilab._ownfolders import open_new
 from omnilab.bench.errors import BenchError
 from omnilab.bench.scoring.base import Score
@@ -137,9 +138,12 @@ def read_results(path: str | Path) -> list[TaskResult]:
     other bad line is a :class:`BenchError`."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise BenchError(f"cannot read results {path}: {e.strerror or e}") from None
+        # No FIFO; no link under a run folder marked untrusted (omnilab report of another's).
+        raw = _wsread.read_bytes(path, max_bytes=64 * 1024**3)
+        lines = raw.decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else str(e)
+        raise BenchError(f"cannot read results {path}: {why or e}") from None
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     results: list[TaskResult] = []
     for position, (number, line) in enumerate(numbered):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._ownfolders import private_folder
 from omnilab._version import __version__
@@ -63,6 +64,7 @@ RUN_SCHEMA_VERSION = 1
 _SAFE_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_QUERY_VALUE = re.compile(r"(?<=[?&])([^=&#\s]+)=[^&#\s]*")
 
 MissingMedia = Literal["fail", "drop"]
 """What a run does with a task whose input files are missing (see ``RunConfig.missing_media``)."""
@@ -133,8 +135,9 @@ def sample_stem(task_id: str, sample: int) -> str:
 
 
 def redact_url(name: str) -> str:
-    """A model name with any ``user:password@`` in its URL replaced, so run.json holds no key."""
-    return _USERINFO.sub("***@", name)
+    """A model name with any ``user:password@`` and every query value (``?api-key=...``) in its URL
+    replaced, so run.json holds no key."""
+    return _QUERY_VALUE.sub(r"\1=***", _USERINFO.sub("***@", name))
 
 
 def sha256_file(path: Path) -> str:
@@ -333,7 +336,7 @@ class RunDir:
         if not self.config_file.is_file():
             raise BenchError(f"{self.path} is not a run folder (no run.json); check the path")
         try:
-            return RunConfig.model_validate_json(self.config_file.read_text(encoding="utf-8"))
+            return RunConfig.model_validate_json(_wsread.read_bytes(self.config_file))
         except (OSError, ValidationError) as e:
             raise BenchError(f"cannot read {self.config_file}: {_first_line(e)}") from None
 

@@ -168,6 +168,13 @@ def open_input(
         if held is not None:
             held.close()
         raise _open_failure(path, e) from e
+    for stream in container.streams.video:
+        # The header's size is checked before decoding (check_video_pixels: a header over the
+        # limit is refused there, by name), but a stream may change size later (a new H.264
+        # SPS): the decoder itself then refuses the larger pictures.
+        codec = stream.codec_context
+        if codec is not None and (codec.width or 0) * (codec.height or 0) <= _wsread.MAX_PIXELS:
+            codec.options = {**codec.options, "max_pixels": str(_wsread.MAX_PIXELS)}
     try:
         yield container
     except (av.FFmpegError, EOFError) as e:

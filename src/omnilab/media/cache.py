@@ -29,7 +29,7 @@ from filelock import FileLock
 
 from omnilab import _wsread
 from omnilab._atomic import make_folders
-from omnilab._ownfolders import check_folder
+from omnilab._ownfolders import check_ancestors, check_folder
 from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity", "private_folder"]
@@ -252,10 +252,11 @@ class MediaCache:
 def private_folder(root: Path) -> None:
     """Makes ``root`` (and missing parents, 0700) and leaves it 0700; refuses a link or a
     folder of another user's (:class:`~omnilab._ownfolders.UnsafeFolderError`)."""
-    make_folders(root)
     key = str(root)
     if key in _tightened:
         return
+    check_ancestors(root, what="cache_dir")  # a folder above it of another user's: refused
+    make_folders(root)
     st = os.lstat(root)
     if st.st_mode & 0o077 and st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode):
         root.chmod(0o700)

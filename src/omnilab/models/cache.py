@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from omnilab._memo import IdentityMemo
+from omnilab._ownfolders import private_folder
 from omnilab.config import get_settings
 from omnilab.content import Text
 from omnilab.models.cache_index import KeyIndex
@@ -176,7 +177,7 @@ def _make_file(path: Path) -> None:
     new file to WAL got "database is locked", from its lookup and from the writer's commit.
     Where the file system has no hard links, the file is made in place as before.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent, what="cache_dir")
     fd, made = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
     os.close(fd)
     try:
@@ -263,7 +264,8 @@ class ResponseCache:
         if held is not None and st is not None and held[0] == (st.st_dev, st.st_ino):
             return held[1]
         self._drop()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Another user's folder (a shared cache) could hold a planted reply: refused.
+        private_folder(self.path.parent, what="cache_dir")
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")

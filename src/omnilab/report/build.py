@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._private_paths import add_private_paths
 from omnilab.bench.analysis import ErrorAnalysis
@@ -130,6 +131,8 @@ def build_report(runs: Sequence[Path], out: Path, *, media_roots: Sequence[Path]
         if not Path(path).is_dir():
             raise BenchError(f"{path} is not a folder; give run folders (omnilab eval --out)")
     add_private_paths(out, *runs)  # hidden from any sandbox this process starts later
+    for path in runs:  # maybe another user's: its files are read through no link, no FIFO
+        _wsread.mark_untrusted(Path(path))
     if len(runs) == 1:
         write_run_report(Path(runs[0]), out, media_roots=media_roots)
         return out / "index.html"

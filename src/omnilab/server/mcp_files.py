@@ -12,7 +12,6 @@ is made again only when the file changed (device, inode, size, modification time
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -68,8 +67,8 @@ class PrivateCopies:
                 return None
             target.parent.mkdir(mode=0o700, exist_ok=True)
             tmp = target.with_name(f".{target.name}.tmp")
-            with tmp.open("wb") as out:
-                shutil.copyfileobj(source, out, 1024 * 1024)
+            with tmp.open("wb") as out:  # holes as holes: a planted sparse file costs no disk
+                _wsread.copy_open(source.fileno(), out, name=listed.id, max_bytes=MAX_FILE_BYTES)
             os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
             tmp.replace(target)
         self._made[listed.id] = stamp

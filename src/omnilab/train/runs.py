@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from omnilab import _wsread
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir
@@ -117,6 +118,8 @@ def load_run(folder: str | Path) -> tuple[RunDir, RunConfig, dict[str, Task]]:
     """
     from omnilab.bench.datasets import load_dataset
 
+    # It may be another user's run: its files are read through no link, never from a FIFO.
+    _wsread.mark_untrusted(Path(folder))
     run = RunDir(folder)
     config = run.read_config()
     tasks: dict[str, Task] = {}

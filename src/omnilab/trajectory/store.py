@@ -26,6 +26,7 @@ from typing import IO, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
+from omnilab import _wsread
 from omnilab._atomic import make_folders
 from omnilab._ids import new_id
 from omnilab.errors import OmnilabError
@@ -332,6 +333,10 @@ def _header(path: Path, first: bytes) -> TrajectoryHeader:
         raise TrajectoryError(f"{path} has a malformed header ({e.errors()[0]['msg']})") from None
 
 
+_MAX_TRAJECTORY_BYTES = 64 * 1024**3
+"""A trajectory file larger than this is refused (it is read whole)."""
+
+
 def read_trajectory(path: Path) -> Trajectory:
     """Read a trajectory file; a cut-off last line is skipped and reported in ``warnings``.
 
@@ -341,7 +346,9 @@ def read_trajectory(path: Path) -> Trajectory:
     p = Path(path)
     linger.flush_before_reading(p)
     try:
-        data = p.read_bytes()
+        # A FIFO never blocks; under a folder marked untrusted (another user's run folder read
+        # by omnilab report / view) no link is followed on the way.
+        data = _wsread.read_bytes(p, max_bytes=_MAX_TRAJECTORY_BYTES)
     except OSError as e:
         raise TrajectoryError(f"cannot read trajectory {p}: {e.strerror or e}") from None
     lines = data.split(b"\n")

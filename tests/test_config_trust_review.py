@@ -1,0 +1,153 @@
+"""Issue 42's reviewer on configuration trust: variants of reproductions 1-3.
+
+A file is only as trusted as whoever can write it: a ``$OMNILAB_CONFIG`` or user config file that
+another user can write, or that another user owns (``sudo`` keeping the invoking user's
+``HOME``/``XDG_CONFIG_HOME``: root then read that user's file as its own), must not choose root's
+isolation level. Two wider gaps are written down as strict expected failures."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from omnilab.config import ConfigError, get_settings
+
+ROOT_CODE = '[sandbox]\nisolation = "process"\nunsafe_process_as_root = true\n'
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty current folder and private config/state folders; no $OMNILAB_CONFIG."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("OMNILAB_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "home-state"))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def _error() -> str:
+    get_settings.cache_clear()
+    with pytest.raises(ConfigError) as caught:
+        get_settings()
+    return str(caught.value)
+
+
+def _taken() -> str:
+    get_settings.cache_clear()
+    return get_settings().sandbox.isolation
+
+
+def test_an_explicit_config_anyone_can_write_sets_no_security_option(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = home / "shared"
+    shared.mkdir()
+    config = shared / "omnilab.toml"
+    config.write_text(ROOT_CODE)
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    assert _taken() == "process"  # the operator's own file, as before
+    config.chmod(0o666)  # ... but any local user can edit it
+    error = _error()
+    assert "sandbox.isolation" in error and "writable by" in error
+    assert "\n" not in error
+
+
+def test_an_explicit_config_in_a_folder_anyone_can_write_is_not_trusted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = home / "drop"
+    shared.mkdir()
+    shared.chmod(0o777)  # another user can replace the file (no sticky bit)
+    config = shared / "omnilab.toml"
+    config.write_text(ROOT_CODE)
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    assert "sandbox.isolation" in _error()
+
+
+def test_ordinary_options_from_such_a_file_are_still_taken(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = home / "omnilab.toml"
+    config.write_text("[media]\nmax_frames = 12\n")
+    config.chmod(0o666)
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    get_settings.cache_clear()
+    assert get_settings().media.max_frames == 12
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_user_config_another_user_owns_is_not_roots(home: Path) -> None:
+    """``sudo -E omnilab ask ...``: XDG_CONFIG_HOME still names the invoking user's folder."""
+    own = home / "home-config" / "omnilab"
+    own.mkdir(parents=True)
+    config = own / "omnilab.toml"
+    config.write_text(ROOT_CODE)
+    assert _taken() == "process"
+    os.chown(config, 65534, 65534)
+    error = _error()
+    assert "sandbox.isolation" in error and "owned by" in error
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 42 review): an untrusted project's omnilab.toml may raise every "
+    "sandbox.limits.* value (memory, wall time, processes, workspace size), so a cloned "
+    "repository lifts the resource limits that hold model code on a shared machine",
+)
+def test_an_untrusted_project_cannot_raise_the_sandbox_limits(home: Path) -> None:
+    Path("omnilab.toml").write_text(
+        "[sandbox.limits]\nmemory_bytes = 1099511627776\nwall_seconds = 1e9\n"
+        "max_processes = 1000000\nworkspace_bytes = 1099511627776\n"
+    )
+    assert "sandbox.limits" in _error()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 42 review): an untrusted project's omnilab.toml may name a model at "
+    "any URL (model = 'openai:x@http://host/v1', also judge, analyst and roles): no key goes "
+    "there, but the user's prompts and files do, and that host drives the agent as a "
+    "scripted: model would (which is refused)",
+)
+def test_an_untrusted_project_cannot_send_the_users_files_to_its_host(home: Path) -> None:
+    Path("omnilab.toml").write_text('model = "openai:gpt-4o@http://127.0.0.2:19999/v1"\n')
+    assert "model" in _error()
+
+
+def test_a_file_writable_by_the_users_own_group_stays_trusted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """umask 002 gives a user's files to their private group: still their own file."""
+    config = home / "omnilab.toml"
+    config.write_text(ROOT_CODE)
+    os.chown(config, -1, os.getegid())
+    config.chmod(0o664)
+    monkeypatch.setenv("OMNILAB_CONFIG", str(config))
+    assert _taken() == "process"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_trust_store_another_user_owns_trusts_nothing(home: Path) -> None:
+    """``sudo -E``: XDG_STATE_HOME names the caller's folder, where the caller can write a trust
+    store that trusts their own project file for root."""
+    from omnilab._trust import content_hash, trust_store
+
+    Path("omnilab.toml").write_text(ROOT_CODE)
+    store = trust_store()
+    store.parent.mkdir(parents=True)
+    real = os.path.realpath("omnilab.toml")
+    store.write_text(json.dumps({"version": 1, "files": {real: content_hash(ROOT_CODE.encode())}}))
+    assert _taken() == "process"  # root's own store: trusted
+    os.chown(store, 65534, 65534)
+    assert "sandbox.isolation" in _error()
+    os.chown(store, 0, 0)
+    store.chmod(0o666)
+    assert "sandbox.isolation" in _error()
