@@ -88,12 +88,15 @@ def test_bad_input_gets_one_line(ota_data: Path, tmp_path: Path) -> None:
 
 
 def _mixed(tmp_path: Path, image_file: Path, video: Path, audio_file: Path, first: str) -> Path:
-    """An OmniGAIA file with an image item, a video item and an audio-only item, ``first`` first."""
+    """An OmniGAIA file with an image item, a video item and an audio-only item, ``first`` first;
+    its paths are relative to the media folder (pass ``--media-root``, as paths from data must lie
+    beneath their root)."""
     files = {"image": image_file, "video": video, "audio": audio_file}
+    assert len({f.parent for f in files.values()}) == 1
     kinds = [first, *(k for k in files if k != first)]
     items = [
         {"id": f"{k}-item", "question": f"What is in the {k}?", "answer": "x",
-         "omni_modal_input": [{"type": k, "id": f"{k}_1", "path": str(files[k])}]}
+         "omni_modal_input": [{"type": k, "id": f"{k}_1", "path": files[k].name}]}
         for k in kinds
     ]  # fmt: skip
     data = tmp_path / f"mixed-{first}.json"
@@ -112,8 +115,9 @@ def test_verl_parquet_keeps_every_rows_media(
     data = _mixed(tmp_path, image_file, video, audio_file, first)
     out = tmp_path / "train.parquet"
     said = cli(
-        "export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check"
-    )
+        "export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check",
+        "--media-root", video.parent,
+    )  # fmt: skip
     assert "round trip: 3 rows read back unchanged" in said
     rows = {r["extra_info"]["task_id"]: r for r in pq.read_table(out).to_pylist()}
     assert rows["video-item"]["videos"] == [str(video.resolve())]
@@ -153,7 +157,10 @@ def test_verl_audio_only_item_is_audio(
     paths are absolute whatever the working folder."""
     data = _mixed(tmp_path, image_file, video, audio_file, "audio")
     out = tmp_path / "train.jsonl"
-    cli("export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check")
+    cli(
+        "export", "rl", data, "--dataset", "omnigaia", "--format", "verl", "--out", out, "--check",
+        "--media-root", audio_file.parent,
+    )  # fmt: skip
     audio = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert audio["extra_info"]["video"] is None and audio["extra_info"]["audio"]
     assert audio["prompt"][0]["content"].startswith("<audio>")
