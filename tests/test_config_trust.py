@@ -109,11 +109,11 @@ def test_each_security_setting_is_refused(project: Path, line: str) -> None:
 def test_ordinary_settings_from_an_untrusted_file_are_taken(project: Path) -> None:
     (project / "omnilab.toml").write_text(
         'model = "openai:gpt-4o-mini"\n[agents]\nmax_turns = 7\n'
-        '[agents.roles]\nimage = "local:smollm2"\n[sandbox.limits]\nwall_seconds = 30\n'
+        '[agents.roles]\nimage = "local:smollm2"\n'
     )
     settings = get_settings()
     assert settings.agents.max_turns == 7 and settings.model == "openai:gpt-4o-mini"
-    assert settings.sandbox.limits.wall_seconds == 30
+    assert settings.agents.roles["image"] == "local:smollm2"
 
 
 def test_trusting_the_file_admits_it_until_it_changes(project: Path) -> None:
@@ -217,8 +217,8 @@ def test_ask_in_a_hostile_clone_is_refused_before_anything_runs(project: Path) -
 
 
 def test_no_key_reaches_a_host_the_project_names(project: Path) -> None:
-    """Reproduction 2: key routing from the project is refused; the model URL it may name gets
-    no key (the provider's own key goes only to its own host)."""
+    """Reproduction 2: key routing from the project is refused, and so is a model at an endpoint
+    it names (no key went there, but the user's prompts and files did): the host gets nothing."""
     with FakeOpenAIServer() as server:
         (project / "omnilab.toml").write_text(
             f'[models.api_key_env]\n"{server.base_url}" = "OPENAI_API_KEY"\n'
@@ -227,8 +227,9 @@ def test_no_key_reaches_a_host_the_project_names(project: Path) -> None:
         (project / "omnilab.toml").write_text(f'model = "openai:gpt-4o@{server.base_url}"\n')
         env = {k: v for k, v in os.environ.items() if k != "OMNILAB_CONFIG"}
         proc = _omnilab(project, "chat", "Hi", env=env | {"OPENAI_API_KEY": SECRET})
-        assert proc.returncode == 0, proc.stderr
-        assert [r.headers.get("authorization") for r in server.chat_requests] == ["Bearer EMPTY"]
+        assert proc.returncode == 1, proc.stderr
+        assert "omnilab trust" in proc.stderr and "model = " in proc.stderr
+        assert server.chat_requests == []
 
 
 def test_a_shipped_response_cache_is_never_used(project: Path) -> None:

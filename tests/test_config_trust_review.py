@@ -45,6 +45,11 @@ def _taken() -> str:
     return get_settings().sandbox.isolation
 
 
+def _taken_model() -> str:
+    get_settings.cache_clear()
+    return get_settings().model
+
+
 def test_an_explicit_config_anyone_can_write_sets_no_security_option(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,13 +101,8 @@ def test_a_user_config_another_user_owns_is_not_roots(home: Path) -> None:
     assert "sandbox.isolation" in error and "owned by" in error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 42 review): an untrusted project's omnilab.toml may raise every "
-    "sandbox.limits.* value (memory, wall time, processes, workspace size), so a cloned "
-    "repository lifts the resource limits that hold model code on a shared machine",
-)
 def test_an_untrusted_project_cannot_raise_the_sandbox_limits(home: Path) -> None:
+    """Issue 42 review: a cloned repository lifted the limits that hold model code."""
     Path("omnilab.toml").write_text(
         "[sandbox.limits]\nmemory_bytes = 1099511627776\nwall_seconds = 1e9\n"
         "max_processes = 1000000\nworkspace_bytes = 1099511627776\n"
@@ -110,16 +110,18 @@ def test_an_untrusted_project_cannot_raise_the_sandbox_limits(home: Path) -> Non
     assert "sandbox.limits" in _error()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 42 review): an untrusted project's omnilab.toml may name a model at "
-    "any URL (model = 'openai:x@http://host/v1', also judge, analyst and roles): no key goes "
-    "there, but the user's prompts and files do, and that host drives the agent as a "
-    "scripted: model would (which is refused)",
-)
 def test_an_untrusted_project_cannot_send_the_users_files_to_its_host(home: Path) -> None:
-    Path("omnilab.toml").write_text('model = "openai:gpt-4o@http://127.0.0.2:19999/v1"\n')
-    assert "model" in _error()
+    """Issue 42 review: no key went to a model endpoint the project named, but the user's
+    prompts and files did, and its replies drove the agent (as a refused scripted: model's)."""
+    for line in (
+        'model = "openai:gpt-4o@http://127.0.0.2:19999/v1"',
+        '[bench]\njudge_model = "vllm:judge@http://127.0.0.2:8000/v1"',
+        '[agents.roles]\nplanner = "openai:x@https://example.invalid/v1"',
+    ):
+        Path("omnilab.toml").write_text(line + "\n")
+        assert "model" in _error() or "judge_model" in _error() or "planner" in _error(), line
+    Path("omnilab.toml").write_text('model = "openai:gpt-4o"\n')
+    assert _taken_model() == "openai:gpt-4o"  # a provider's own model stays an ordinary option
 
 
 def test_a_file_writable_by_the_users_own_group_stays_trusted(

@@ -55,6 +55,7 @@ SECURITY_KEYS: dict[str, str] = {
     "sandbox.unsafe_*": "unsafe sandbox opt-in",
     "sandbox.allow_env": "secrets passed to the sandbox",
     "sandbox.uid_base": "sandbox uids",
+    "sandbox.limits.*": "resource limits of model code",
     "web.*_url": "endpoint that receives an API key",
     "web.allow_private_urls": "network reach of page_browser",
     "bench.runs_dir": "runs location",
@@ -67,8 +68,9 @@ control. A table that holds one (``[sandbox]`` with ``network``) counts by its k
 
 MODEL_KEYS = ("model", "bench.judge_model", "bench.judge_models", "bench.analyst_model")
 """Settings holding ``provider:model`` names (and ``agents.roles``, a table of them): an
-untrusted file may name hosted or served models, never one read from a file (``scripted:...``,
-``local:/path/model.gguf``)."""
+untrusted file may name a provider's model, never one read from a file (``scripted:...``,
+``local:/path/model.gguf``) nor one at an endpoint it names (``openai:x@http://host/v1``: no key
+goes there, but the user's prompts and files do, and its replies drive the agent)."""
 
 _FILE_PROVIDERS = ("scripted",)
 
@@ -177,7 +179,7 @@ def refused_keys(data: dict[str, Any]) -> list[str]:
         # Matched without case: the settings' names are (TOML ``[SANDBOX]`` sets ``sandbox``).
         if any(fnmatch.fnmatchcase(name.lower(), pattern) for pattern in SECURITY_KEYS):
             refused.append(name)
-        elif _names_file(name, value):
+        elif _refused_model(name, value):
             refused.append(f"{name} = {value!r}")
     return refused
 
@@ -203,22 +205,24 @@ def check_trust(layer: ConfigLayer) -> None:
     )
 
 
-def _names_file(name: str, value: Any) -> bool:
+def _refused_model(name: str, value: Any) -> bool:
     name = name.lower()
     if name.startswith("agents.roles.") and isinstance(value, str):
-        return _model_names_file(value)
+        return _model_refused(value)
     if name in MODEL_KEYS and isinstance(value, str):
-        return _model_names_file(value)
+        return _model_refused(value)
     if name in MODEL_KEYS and isinstance(value, list):
-        return any(isinstance(v, str) and _model_names_file(v) for v in value)
+        return any(isinstance(v, str) and _model_refused(v) for v in value)
     return False
 
 
-def _model_names_file(spec: str) -> bool:
+def _model_refused(spec: str) -> bool:
     provider, _, model = spec.partition(":")
     if provider.strip().lower() in _FILE_PROVIDERS:
         return True
-    model = model.rpartition("@")[0] or model
+    model, at, endpoint = model.rpartition("@") if "@" in model else (model, "", "")
+    if at and endpoint.strip():
+        return True  # a served model at an endpoint the file chose
     # local:smollm2 is an alias; local:/path/x.gguf, local:~/x.gguf, local:x.gguf are files.
     return provider.strip().lower() == "local" and (
         any(c in model for c in "/\\~") or model.lower().endswith(".gguf")

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from omnilab import _wsread
+from omnilab._trust import foreign_writer
 from omnilab.bench.errors import BenchError
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunConfig, RunDir
@@ -114,7 +115,9 @@ class RunRecord:
 def load_run(folder: str | Path) -> tuple[RunDir, RunConfig, dict[str, Task]]:
     """A run folder, its config and its tasks by id (read from the run's dataset file).
 
-    Tasks are empty when the dataset file has moved: exports that need labels say so then.
+    Tasks are empty when the dataset file has moved, or when another user can change the run's
+    run.json (it names the dataset file, which would be read with this user's rights): exports
+    that need labels say so then.
     """
     from omnilab.bench.datasets import load_dataset
 
@@ -123,7 +126,7 @@ def load_run(folder: str | Path) -> tuple[RunDir, RunConfig, dict[str, Task]]:
     run = RunDir(folder)
     config = run.read_config()
     tasks: dict[str, Task] = {}
-    if config.data.exists():
+    if foreign_writer(Path(folder) / "run.json") is None and config.data.exists():
         loaded = load_dataset(
             config.dataset,
             config.data,
