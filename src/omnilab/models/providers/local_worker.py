@@ -35,6 +35,7 @@ CRASH_ENV = "OMNILAB_TEST_LOCAL_CRASH"
 before generating, to simulate a runtime built for another CPU, a native bug or the OOM killer."""
 
 _models: dict[tuple[str, int, int | None, bool], Any] = {}
+_formatters: dict[tuple[int, bool], Any] = {}
 
 
 def _simulated_crash() -> None:
@@ -54,25 +55,33 @@ def _model(load: dict[str, Any]) -> Any:
     return _models[key]
 
 
-def _render(llm: Any, request: dict[str, Any]) -> dict[str, Any]:
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+def _formatter(llm: Any, generation: bool) -> Any:
+    # Compiling the Jinja template costs more than rendering it: once per model and flag.
+    key = (id(llm), generation)
+    if key not in _formatters:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    template = llm.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise ValueError("the GGUF file has no chat template (tokenizer.chat_template)")
-    text = llm.detokenize
-    formatter = Jinja2ChatFormatter(
-        template=template,
-        eos_token=text([llm.token_eos()], special=True).decode(errors="replace"),
-        bos_token=text([llm.token_bos()], special=True).decode(errors="replace"),
-        add_generation_prompt=bool(request["generation"]),
-    )
-    out = formatter(messages=request["chat"])
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ValueError("the GGUF file has no chat template (tokenizer.chat_template)")
+        text = llm.detokenize
+        _formatters[key] = Jinja2ChatFormatter(
+            template=template,
+            eos_token=text([llm.token_eos()], special=True).decode(errors="replace"),
+            bos_token=text([llm.token_bos()], special=True).decode(errors="replace"),
+            add_generation_prompt=generation,
+        )
+    return _formatters[key]
+
+
+def _render(llm: Any, request: dict[str, Any]) -> dict[str, Any]:
+    out = _formatter(llm, bool(request["generation"]))(messages=request["chat"])
     return {"text": out.prompt, "special": bool(out.added_special)}
 
 
 def _sample(llm: Any, request: dict[str, Any], grammar: Any) -> dict[str, Any]:
     import numpy as np
+    from llama_cpp import llama_get_logits_ith
 
     params = request["params"]
     prompt = [int(t) for t in request["prompt_ids"]]
@@ -82,6 +91,7 @@ def _sample(llm: Any, request: dict[str, Any], grammar: Any) -> dict[str, Any]:
     if params.get("seed") is not None:
         llm.set_seed(int(params["seed"]))
     eot = llm.token_eos()
+    vocab = llm.n_vocab()
     ids: list[int] = []
     logprobs: list[float] = []
     finish = "length"
@@ -93,8 +103,10 @@ def _sample(llm: Any, request: dict[str, Any], grammar: Any) -> dict[str, Any]:
         grammar=grammar,
     )
     for token in tokens:
-        # The logits the token was sampled from: the last evaluated position's.
-        row = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+        # The logits the token was sampled from: the last evaluated position's, read from the
+        # context (the model needs no logits kept for every position, ``logits_all``).
+        last = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(vocab,))
+        row = last.astype(np.float64)
         top = row.max()
         logprobs.append(float(row[token] - top - np.log(np.exp(row - top).sum())))
         ids.append(int(token))
