@@ -15,10 +15,10 @@ worker). The agents' answers differ between the paths (a 135M model sampling at 
 empty replies), so besides CPU per rollout the table gives CPU per model call and per generated
 token, the fair comparison: ``omnilab.bench.runner.evaluate`` with the plain embedded model, then
 ``omnilab.rl.rollout`` through its token-exact twin. CPU seconds count this process and the
-llama.cpp worker process (read from ``/proc``). The token-exact path loads the model with logits
-for every position (``logits_all``: the logprob of each sampled id needs them), renders the
-template and tokenizes in the worker, and stores ids in the trajectory. The target is <= 10 %
-more CPU (per generated token, with this caveat).
+llama.cpp worker process (read from ``/proc``). The token-exact path samples with the plain
+path's model (each sampled id's logprob read from the last position's logits, none kept for
+every position), renders the template (compiled once) and tokenizes in the worker, and stores ids
+in the trajectory. The target is <= 10 % more CPU (per generated token, with this caveat).
 
 Usage::
 
