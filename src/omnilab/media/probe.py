@@ -11,7 +11,6 @@ from typing import IO
 
 import av
 import av.container
-from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict
 
 from omnilab import _wsread
@@ -185,6 +184,10 @@ def _text_info(path: Path, size: int) -> MediaInfo:
 
 
 def _probe_image(path: Path, f: IO[bytes], size: int) -> MediaInfo | None:
+    # Pillow loads here, not with the module: probing audio and video (the soundtrack's whole
+    # path) never needs it, and importing it is a tenth of a soundtrack's start-up.
+    from PIL import Image, UnidentifiedImageError
+
     try:
         f.seek(0)
         with Image.open(f) as im:
