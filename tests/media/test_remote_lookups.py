@@ -5,7 +5,9 @@ bytes or where the store gives no MD5."""
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,27 @@ def test_an_object_changed_mid_download_is_still_told_from_bad_bytes(
     assert "changed while it was being downloaded" in str(err.value)
     assert len(lookups) == 2
     assert cache.stats().entries == 0
+
+
+def test_concurrent_cold_fetches_share_eviction_scans_and_the_last_sees_every_entry(
+    cache: MediaCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scans: list[int] = []
+    real_evict = MediaCache.evict
+
+    def slow_evict(self: MediaCache) -> None:
+        scans.append(self.stats().entries)  # what this scan counts
+        time.sleep(0.3)
+        real_evict(self)
+
+    monkeypatch.setattr(MediaCache, "evict", slow_evict)
+    with http_store() as store:
+        for i in range(8):
+            store.objects[f"v{i}.mp4"] = _blob(64_000) + bytes([i])
+        with ThreadPoolExecutor(8) as pool:
+            got = list(
+                pool.map(lambda i: remote.fetch(store.url(f"v{i}.mp4"), cache=cache), range(8))
+            )
+    assert all(g.downloaded for g in got)
+    assert 1 <= len(scans) <= 4, scans  # not one scan per fetch
+    assert scans[-1] == 8  # some scan began after the last entry landed

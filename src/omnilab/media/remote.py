@@ -156,8 +156,32 @@ def fetch(
         download.part.replace(final)
         download.record.unlink(missing_ok=True)
         _index(store, key, shown, version)
-    store.evict()
+    _evict(store)
     return Fetched(final, shown, version, got)
+
+
+_EVICT_GATES: dict[str, tuple[threading.Lock, threading.Lock]] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def _evict(store: MediaCache) -> None:
+    """``store.evict()`` after a download, one scan for the fetches of this process that land
+    while one is queued: a thread waiting to scan starts after this entry was renamed in, so it
+    counts it (8 concurrent cold fetches scanned the cache 8 times)."""
+    with _GATES_LOCK:
+        queued, scanning = _EVICT_GATES.setdefault(
+            str(store.root), (threading.Lock(), threading.Lock())
+        )
+    if not queued.acquire(blocking=False):
+        return  # another thread is waiting to scan: its scan begins after this point
+    try:
+        scanning.acquire()
+    finally:
+        queued.release()
+    try:
+        store.evict()
+    finally:
+        scanning.release()
 
 
 class _Download:
