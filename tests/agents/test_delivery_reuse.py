@@ -45,9 +45,11 @@ def _run(folder: Path, video: Path, **options: Any) -> RecordedRequest:
 
 @pytest.fixture()
 def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often frames were decoded and sound was decoded."""
+    """How often frames were decoded and sound was decoded (by either sound loop: the bulk one
+    for a soundtrack from its start, the per-packet one otherwise)."""
     seen = {"frames": 0, "audio": 0}
     real_extract, real_iter = video_module._extract, audio_module.iter_audio
+    real_bulk = audio_module.iter_bulk
 
     def extract(*args: Any, **kwargs: Any) -> Any:
         seen["frames"] += 1
@@ -57,8 +59,13 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         seen["audio"] += 1
         return real_iter(*args, **kwargs)
 
+    def iter_bulk(*args: Any, **kwargs: Any) -> Any:
+        seen["audio"] += 1
+        return real_bulk(*args, **kwargs)
+
     monkeypatch.setattr(video_module, "_extract", extract)
     monkeypatch.setattr(audio_module, "iter_audio", iter_audio)
+    monkeypatch.setattr(audio_module, "iter_bulk", iter_bulk)
     return seen
 
 

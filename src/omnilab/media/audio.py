@@ -13,7 +13,7 @@ import uuid
 import wave
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import av
 import numpy as np
@@ -25,9 +25,11 @@ from omnilab.media._open import only_read, open_input
 from omnilab.media._timeline import JITTER_S, MIX_OPTIONS, PREROLL_S, Window, first_time
 from omnilab.media._validate import check_time_range, end_tolerance, require_audio
 from omnilab.media.budget import decode_slot
-from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, probe
+
+if TYPE_CHECKING:
+    from omnilab.media.cache import MediaCache
 
 # iter_audio, seek_before and write_output are shared with clip.py, not part of the public API.
 __all__ = ["audio_samples", "audio_segment"]
@@ -100,6 +102,10 @@ def write_output(
     the destination folder (so the final rename is atomic), which is removed if anything fails.
     """
     if out is None:
+        # Loaded only for a cached result: writing to ``out`` (the soundtrack's usual path)
+        # needs no lock nor cache folders.
+        from omnilab.media.cache import MediaCache
+
         store = cache if cache is not None else MediaCache.default()
         return store.get_or_create(store.key(source, op, params), suffix, produce)
     dest = Path(out).expanduser()
@@ -161,7 +167,9 @@ def _write_wav(dest: Path, rate: int, blocks: Iterator[NDArray[np.float32]]) -> 
             mono = np.clip(block[0], -1.0, 1.0)
             np.multiply(mono, np.float32(32767.0), out=mono)
             np.rint(mono, out=mono)
-            w.writeframes(mono.astype("<i2").tobytes())
+            # Raw: ``writeframes`` rewrites the header after every block (1,800 seeks and
+            # writes for 30 minutes); ``close`` writes the same final header once.
+            w.writeframesraw(mono.astype("<i2").tobytes())
 
 
 def iter_audio(

@@ -188,6 +188,8 @@ def _text_info(path: Path, size: int) -> MediaInfo:
 
 
 def _probe_image(path: Path, f: IO[bytes], size: int) -> MediaInfo | None:
+    # Pillow loads here, not with the module: probing audio and video (the soundtrack's whole
+    # path) never needs it, and importing it is a tenth of a soundtrack's start-up.
     from PIL import Image, UnidentifiedImageError
 
     try:
