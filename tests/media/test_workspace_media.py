@@ -121,13 +121,15 @@ def test_ffmpeg_reads_the_checked_descriptor_not_the_name(
 
     monkeypatch.setattr(_wsread, "open_file", open_then_swap)
     sources: list[object] = []
-    real_av_open = open_module.av.open
+    import av  # _open imports PyAV on first use (issue 46): the very module it opens with
+
+    real_av_open = av.open
 
     def spy(source: object, *args: Any, **kw: Any) -> Any:
         sources.append(source)
         return real_av_open(source, *args, **kw)
 
-    monkeypatch.setattr(open_module.av, "open", spy)
+    monkeypatch.setattr(av, "open", spy)
     with open_module.open_input(inside) as container:
         assert not container.streams.video  # the WAV that was checked, not the linked video
         assert container.streams.audio

@@ -8,7 +8,6 @@ with rich. A bad file or an unknown dataset is an :class:`~omnilab.errors.Omnila
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from omnilab.bench import DatasetLoad, Task, dataset_names, load_dataset
-from omnilab.bench.datasets import prepare_data
+from omnilab.bench.datasets import data_source
 from omnilab.cli._console import inert_console
 from omnilab.cli._dataopts import AllowOutsideOpt
 from omnilab.plural import plural
@@ -31,20 +30,21 @@ DatasetArg = Annotated[
     typer.Argument(help=f"Dataset format: {', '.join(dataset_names())}.", show_default=False),
 ]
 DataOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--data",
-        help="The dataset file (JSON or JSON Lines); offline-suite: the folder it is built in "
+        help="The dataset file (JSON or JSON Lines), or its URL (s3://, gs://, az://, https://; "
+        "fetched once into the media cache); offline-suite: the folder it is built in "
         "(default: the cache), as omnilab eval takes it.",
         show_default=False,
     ),
 ]
 MediaRootOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--media-root",
-        help="Folder the media paths are relative to; default: bench.media_roots, else the "
-        "data file's folder.",
+        help="Folder or URL the media paths are relative to; default: bench.media_roots, else "
+        "the data file's folder (or URL). Media at URLs are not fetched here.",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -56,12 +56,21 @@ def _console() -> Console:
     return inert_console(highlight=False, soft_wrap=True)
 
 
+def _where(loaded: DatasetLoad) -> str:
+    """The dataset file as the user named it: its URL (without query), else its path."""
+    return loaded.data_url or str(loaded.path)
+
+
+def _media_where(loaded: DatasetLoad) -> str:
+    return loaded.media_url or str(loaded.media_root)
+
+
 def _check_json(loaded: DatasetLoad) -> str:
     return json.dumps(
         {
             "dataset": loaded.dataset,
-            "path": str(loaded.path),
-            "media_root": str(loaded.media_root),
+            "path": _where(loaded),
+            "media_root": _media_where(loaded),
             "tasks": len(loaded.tasks),
             "skipped": loaded.skip_counts,
             "skipped_items": [s.model_dump() for s in loaded.skipped],
@@ -87,7 +96,7 @@ def check(
     """Load a dataset and report: tasks loaded, items skipped (by reason), media missing per task."""
     loaded = load_dataset(
         dataset,
-        prepare_data(dataset, data),
+        data_source(dataset, data),
         media_root=media_root,
         allow_outside_media_root=allow_outside_media_root,
     )
@@ -98,9 +107,9 @@ def check(
     missing_files = sum(len(files) for files in loaded.missing_media.values())
     console.print(
         f"[bold]{loaded.dataset}[/]: {plural(len(loaded.tasks), 'task')} loaded from "
-        f"{loaded.path}; {plural(len(loaded.skipped), 'item')} skipped; "
+        f"{_where(loaded)}; {plural(len(loaded.skipped), 'item')} skipped; "
         f"{plural(len(loaded.missing_media), 'task')} miss "
-        f"{plural(missing_files, 'media file')} (media root {loaded.media_root})"
+        f"{plural(missing_files, 'media file')} (media root {_media_where(loaded)})"
     )
     if loaded.skipped:
         table = Table(title="skipped items", box=None, header_style="bold", title_justify="left")
@@ -151,7 +160,7 @@ def show(
     """Show the first tasks of a dataset as omnilab reads them (question, inputs, answers)."""
     loaded = load_dataset(
         dataset,
-        prepare_data(dataset, data),
+        data_source(dataset, data),
         media_root=media_root,
         allow_outside_media_root=allow_outside_media_root,
     )

@@ -151,7 +151,10 @@ def sft(
 
 
 def rl(
-    data: Annotated[Path, typer.Argument(help="The dataset file.")],
+    data: Annotated[
+        str,
+        typer.Argument(help="The dataset file, or its URL (s3://, gs://, az://, https://)."),
+    ],
     dataset: Annotated[
         str, typer.Option("--dataset", help="Its format (omniagent, mcq, omnigaia, ...).")
     ],
@@ -160,7 +163,13 @@ def rl(
         Path, typer.Option("--out", "-o", help="The file to write (.parquet for verl, or .jsonl).")
     ],
     media_root: Annotated[
-        Path | None, typer.Option("--media-root", help="Folder the dataset's media paths are in.")
+        str | None,
+        typer.Option(
+            "--media-root",
+            help="Folder or URL the dataset's media paths are in (default: the dataset's folder; "
+            "media at URLs are fetched into the media cache to be probed, and rows name the "
+            "local copies).",
+        ),
     ] = None,
     data_source: Annotated[
         str | None,
@@ -175,18 +184,23 @@ def rl(
     allow_outside_media_root: AllowOutsideOpt = False,
 ) -> None:
     """RL prompt rows from a dataset: one per task, media probed for fps, duration and sound."""
+    from omnilab._urls import is_remote, public_url
     from omnilab.bench.datasets import load_dataset
+    from omnilab.bench.remote_stage import stage_task
     from omnilab.train.rl import RL_FORMATS, rl_rows
 
     if fmt not in RL_FORMATS:
         raise OmnilabError(f"unknown format {fmt!r}; use one of {', '.join(RL_FORMATS)}")
-    if not data.is_file():
+    remote = is_remote(data)
+    if not remote and not Path(data).is_file():
         raise OmnilabError(f"{data} is not a file")
     tasks = load_dataset(
         dataset, data, media_root=media_root, allow_outside_media_root=allow_outside_media_root
     ).tasks
     if not tasks:
-        raise OmnilabError(f"{data} holds no {dataset} tasks")
+        raise OmnilabError(f"{public_url(data) if remote else data} holds no {dataset} tasks")
+    # Inputs at URLs are fetched (into the media cache) so that they can be probed.
+    tasks = [stage_task(t) for t in tasks]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     columns = (TextColumn("probing media"), BarColumn(), MofNCompleteColumn())

@@ -14,14 +14,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
-
-import av
-import av.container
-import av.stream
+from typing import IO, TYPE_CHECKING
 
 from omnilab import _wsread
 from omnilab.media.errors import MediaError, MediaErrorCode
+
+if TYPE_CHECKING:
+    # PyAV loads on first open (~0.1 s): fetching inputs at URLs imports this package, not FFmpeg.
+    import av.container
+    import av.stream
 
 __all__ = [
     "check_file",
@@ -131,6 +132,8 @@ def only_read(container: av.container.InputContainer, stream: av.stream.Stream) 
     others away; a 30-minute video's soundtrack is 77,000 packets to read past when only the
     pictures are wanted (and 45,000 pictures past the sound).
     """
+    import av.stream
+
     discard = getattr(av.stream, "Discard", None)  # settable from PyAV 15 on
     if discard is None:
         return
@@ -154,6 +157,8 @@ def open_input(
 
     ``held_file``: ``path`` already opened (and checked) by the caller; FFmpeg reads that
     very file, and ``path`` only names it in messages."""
+    import av
+
     held: IO[bytes] | None = None
     source: str | IO[bytes] = str(path)
     if held_file is not None:

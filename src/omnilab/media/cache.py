@@ -30,7 +30,6 @@ from filelock import FileLock
 from omnilab import _wsread
 from omnilab._atomic import make_folders
 from omnilab._ownfolders import check_ancestors, check_folder
-from omnilab.config import get_settings
 
 __all__ = ["CacheStats", "MediaCache", "file_identity", "private_folder"]
 
@@ -99,6 +98,10 @@ class MediaCache:
     @classmethod
     def default(cls) -> MediaCache:
         """The cache configured in settings (``cache_dir``/media, ``media.cache_max_bytes``)."""
+        # Imported here: a cache given by its folder (a fetch with ``cache=``, a worker) loads
+        # no settings (pydantic-settings, the config files: ~0.06 s of a cold start).
+        from omnilab.config import get_settings
+
         s = get_settings()
         return cls(s.cache_dir / "media", max_bytes=s.media.cache_max_bytes)
 

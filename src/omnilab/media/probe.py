@@ -7,15 +7,19 @@ import threading
 from collections import OrderedDict
 from enum import StrEnum
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-import av
-import av.container
 from pydantic import BaseModel, ConfigDict
 
 from omnilab import _wsread
 from omnilab.media._open import check_file, is_text_head, open_bytes, open_input
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
+
+if TYPE_CHECKING:
+    # PyAV and Pillow load on the first probe: importing omnilab.media (which fetching inputs at
+    # URLs does) costs neither.
+    import av.container
+    import av.video.stream
 
 __all__ = ["TEXT_SUFFIXES", "MediaInfo", "MediaKind", "probe"]
 
@@ -259,16 +263,22 @@ def _container_name(format_names: str, path: Path) -> str:
 
 
 def _is_cover_art(stream: av.video.stream.VideoStream) -> bool:
+    import av.stream
+
     return bool(stream.disposition & av.stream.Disposition.attached_pic)
 
 
 def _start_time(c: av.container.InputContainer) -> float:
+    import av
+
     # PyAV types start_time as int, but it is None when the container does not know it.
     start: int | None = c.start_time
     return max(0.0, start / av.time_base) if start else 0.0
 
 
 def _duration(c: av.container.InputContainer, start: float) -> float | None:
+    import av
+
     if c.duration is not None and c.duration > 0:
         return c.duration / av.time_base
     # Some muxers (raw streams, some WebM) leave the header blank: demux packets to find the end.

@@ -156,8 +156,32 @@ def fetch(
         download.part.replace(final)
         download.record.unlink(missing_ok=True)
         _index(store, key, shown, version)
-    store.evict()
+    _evict(store)
     return Fetched(final, shown, version, got)
+
+
+_EVICT_GATES: dict[str, tuple[threading.Lock, threading.Lock]] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def _evict(store: MediaCache) -> None:
+    """``store.evict()`` after a download, one scan for the fetches of this process that land
+    while one is queued: a thread waiting to scan starts after this entry was renamed in, so it
+    counts it (8 concurrent cold fetches scanned the cache 8 times)."""
+    with _GATES_LOCK:
+        queued, scanning = _EVICT_GATES.setdefault(
+            str(store.root), (threading.Lock(), threading.Lock())
+        )
+    if not queued.acquire(blocking=False):
+        return  # another thread is waiting to scan: its scan begins after this point
+    try:
+        scanning.acquire()
+    finally:
+        queued.release()
+    try:
+        store.evict()
+    finally:
+        scanning.release()
 
 
 class _Download:
@@ -190,7 +214,8 @@ class _Download:
                     done.add(start)
                     got += len(data)
                     written += len(data)
-                    self._save(chunk, done)
+                    if len(ranges) > 1:  # one range: nothing to resume from
+                        self._save(chunk, done)
                     if progress is not None:
                         progress(written, size)
 
@@ -201,9 +226,11 @@ class _Download:
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     list(pool.map(one, todo))  # re-raises the first failure
             os.fsync(fd)
-            self._verify(fd)
+            verified = self._verify(fd)
         finally:
             os.close(fd)
+        if verified:
+            return got  # the bytes are the looked-up version's (its MD5): no second look-up
         now = _version(_call(self.url, lambda: self.fs.info(self.path)))
         if now.tag != self.version.tag:
             self.part.unlink(missing_ok=True)
@@ -211,6 +238,14 @@ class _Download:
             raise MediaError(
                 MediaErrorCode.CHANGED,
                 f"{public_url(self.url)} changed while it was being downloaded; run again",
+                path=public_url(self.url),
+            )
+        if verified is False:
+            # Nothing of it can be trusted: the next try starts again.
+            self.record.unlink(missing_ok=True)
+            raise MediaError(
+                MediaErrorCode.CORRUPT,
+                f"{public_url(self.url)}: the downloaded bytes do not match the store's MD5",
                 path=public_url(self.url),
             )
         return got
@@ -250,7 +285,9 @@ class _Download:
         body = {"tag": self.version.tag, "size": self.version.size, "chunk": chunk}
         _write_private(self.record, json.dumps({**body, "done": sorted(done)}))
 
-    def _verify(self, fd: int) -> None:
+    def _verify(self, fd: int) -> bool | None:
+        """Raises on a wrong size; whether the bytes match the store's MD5 (``None``: no MD5).
+        A mismatch is reported after a second look-up tells a changed object from bad bytes."""
         st = os.fstat(fd)
         if st.st_size != self.version.size:
             raise MediaError(
@@ -260,19 +297,12 @@ class _Download:
                 path=public_url(self.url),
             )
         if self.version.md5 is None:
-            return
+            return None
         h = hashlib.md5(usedforsecurity=False)
         os.lseek(fd, 0, os.SEEK_SET)
         while block := os.read(fd, 1 << 20):
             h.update(block)
-        if h.hexdigest() != self.version.md5:
-            # Nothing of it can be trusted: the next try starts again.
-            self.record.unlink(missing_ok=True)
-            raise MediaError(
-                MediaErrorCode.CORRUPT,
-                f"{public_url(self.url)}: the downloaded bytes do not match the store's MD5",
-                path=public_url(self.url),
-            )
+        return h.hexdigest() == self.version.md5
 
 
 def _version(info: Mapping[str, Any]) -> ObjectVersion:

@@ -25,6 +25,7 @@ __all__ = [
     "DatasetAdapter",
     "DatasetLoad",
     "SkippedItem",
+    "data_source",
     "dataset_names",
     "get_dataset",
     "load_dataset",
@@ -96,6 +97,14 @@ def prepare_data(name: str, path: str | Path | None) -> Path:
     if path is None:
         raise BenchError(f"dataset {name} needs its file: omnilab eval {name} --data PATH")
     return Path(path).expanduser().resolve()
+
+
+def data_source(name: str, data: str | Path | None) -> str | Path:
+    """``--data`` as :func:`load_dataset` takes it: a URL as given (the loader fetches it, see
+    :mod:`omnilab.bench.datasets.remote_load`), else :func:`prepare_data`'s local file."""
+    if data is not None and is_remote(str(data)):
+        return str(data)
+    return prepare_data(name, data)
 
 
 def load_dataset(
