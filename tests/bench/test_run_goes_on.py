@@ -39,11 +39,13 @@ def test_a_task_the_agent_cannot_take_fails_alone(
     tmp_path: Path, image_file: Path, video: Path
 ) -> None:
     rows = [
-        {"id": "vid-1", "question": "What happens?", "answer": "x", "video": str(video)},
-        {"id": "img-word", "question": "Which word?", "answer": "y", "image": str(image_file)},
-        {"id": "vid-2", "question": "What sound?", "answer": "z", "video": str(video)},
+        {"id": "vid-1", "question": "What happens?", "answer": "x", "video": video.name},
+        {"id": "img-word", "question": "Which word?", "answer": "y", "image": image_file.name},
+        {"id": "vid-2", "question": "What sound?", "answer": "z", "video": video.name},
     ]
-    done, results = _eval(tmp_path, rows, ["not a turn"], "--agent", "ota", "--max-turns", "1")
+    assert video.parent == image_file.parent  # paths from data lie beneath the media root
+    extra = ["--agent", "ota", "--max-turns", "1", "--media-root", str(video.parent)]
+    done, results = _eval(tmp_path, rows, ["not a turn"], *extra)
     assert "stopped at task" not in done.output, done.output
     assert set(results) == {"vid-1", "img-word", "vid-2"}
     assert results["img-word"]["error_kind"] == "input"
