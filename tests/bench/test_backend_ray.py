@@ -30,6 +30,7 @@ def local_ray() -> Iterator[None]:
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
+        _node_ip_address="127.0.0.1",  # tests send nothing past loopback
         runtime_env={"env_vars": {"PYTHONPATH": path}},
     )
     yield

@@ -103,7 +103,14 @@ class RayBackend:
             if self.address is not None:
                 ray.init(address=self.address, log_to_driver=False)
             else:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+                # A cluster of this machine alone listens on loopback only: Ray's ports run
+                # code for whoever reaches them.
+                ray.init(
+                    num_cpus=self.num_cpus,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    _node_ip_address="127.0.0.1",
+                )
         return ray
 
     async def run(
