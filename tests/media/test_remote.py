@@ -248,3 +248,33 @@ def test_cache_show_lists_fetched_objects_without_their_signature() -> None:
     # An evicted object drops out of the list.
     fetched.path.unlink()
     assert remote.cached_objects() == []
+
+
+def test_no_credentials_is_one_line_without_retries(
+    monkeypatch: pytest.MonkeyPatch, cache: MediaCache, tmp_path: Path
+) -> None:
+    """A user with no AWS credentials got 'unreachable after 5 tries (NoCredentialsError)'."""
+    with s3_store(monkeypatch) as s3:
+        s3.create_bucket(Bucket="media")
+        s3.put_object(Bucket="media", Key="a.mp4", Body=b"x")
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.delenv(key)
+        empty = tmp_path / "no-aws"
+        empty.mkdir()
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "credentials"))
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(empty / "config"))
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        calls = 0
+        real_sleep = remote.time.sleep
+
+        def counted(seconds: float) -> None:
+            nonlocal calls
+            calls += 1
+            real_sleep(0)
+
+        monkeypatch.setattr(remote.time, "sleep", counted)
+        with pytest.raises(MediaError) as err:
+            remote.fetch("s3://media/a.mp4", cache=cache)
+    assert err.value.code is MediaErrorCode.DENIED
+    assert str(err.value).startswith("s3://media/a.mp4: no credentials found")
+    assert calls == 0

@@ -392,6 +392,15 @@ def _call(url: str, op: Callable[[], T]) -> T:
             # fsspec's HTTP filesystem turns any failed HEAD/GET into FileNotFoundError, with
             # the response's status on the cause: the status decides where there is one.
             status = status_of(exc)
+            if status is None and _no_credentials(exc):
+                # Retrying cannot help: the store's standard credential chain found nothing.
+                raise MediaError(
+                    MediaErrorCode.DENIED,
+                    f"{shown}: no credentials found (set them the store's usual way: AWS "
+                    "environment or profile, Google application default credentials, Azure "
+                    "environment)",
+                    path=shown,
+                ) from None
             if status is None and transient(exc) and attempt < _RETRIES:
                 time.sleep(_BACKOFF_S * 2**attempt)
                 continue
@@ -421,3 +430,16 @@ def _call(url: str, op: Callable[[], T]) -> T:
                 ) from None
             time.sleep(_BACKOFF_S * 2**attempt)
     raise AssertionError("unreachable")
+
+
+def _no_credentials(exc: BaseException) -> bool:
+    """botocore's NoCredentialsError (and the like of other stores' clients) in the chain."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        name = type(seen).__name__
+        if "NoCredentials" in name or "CredentialRetrievalError" in name:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
