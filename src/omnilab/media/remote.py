@@ -6,7 +6,9 @@ keyed by its URL (without query, fragment or user info, so two signed URLs of on
 entry) plus its version as the store reports it (S3's VersionId or ETag, GCS's generation, Azure's
 and HTTP's ETag, else Last-Modified and size), so a changed object is a new entry and the old one
 ages out by the cache's LRU bound. Concurrent tasks on a machine wait for one download (the
-cache's cross-process key lock). A download goes to a partial file beside the entry, in parallel
+cache's cross-process lock, one per URL). A URL this machine never fetched is read with one GET
+whose response also gives its version (S3; :mod:`._remote_get`), one it did is looked up first
+(its entry is likely there). A download goes to a partial file beside the entry, in parallel
 ranges, with a small record of the ranges already written, so a download that was killed resumes
 where it stopped; it is renamed into place only when its size (and MD5 where the store gives one)
 match and the object's version did not change meanwhile.
@@ -32,11 +34,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
 from omnilab.media._remote_fs import filesystem, status_of, transient
-from omnilab.media.cache import MediaCache, private_folder
+from omnilab.media._remote_get import first_range, ranged_gets
+from omnilab.media._remote_index import (
+    CachedObject,
+    cached_objects,
+    entry_key,
+    evict_after_fetch,
+    mark_seen,
+    record,
+    seen,
+    suffix_of,
+    url_lock_key,
+    write_private,
+)
+from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode
 
 if TYPE_CHECKING:
@@ -60,12 +74,6 @@ _WORKERS = 4
 _RETRIES = 4
 _BACKOFF_S = 0.5
 _PART = ".tmp-part"  # the cache's temporary mark: never counted, collected when stale
-# Entries of fetched objects share one folder of the cache (keys start with this), so their
-# bytes count toward the cache's bound and LRU like any entry; the URLs they came from are
-# recorded in a dot folder the cache does not count (what ``omnilab cache show`` lists).
-_KEY_PREFIX = "r-"
-_INDEX = ".remote"
-_SAFE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}")
 
 T = TypeVar("T")
 
@@ -79,17 +87,6 @@ class ObjectVersion:
     size: int
     md5: str | None
     """Hex MD5 of the content where the store gives one (S3 single-part ETag, GCS, HTTP)."""
-
-
-@dataclass(frozen=True)
-class CachedObject:
-    """A fetched object still in the media cache (see :func:`cached_objects`)."""
-
-    url: str
-    version: str
-    path: Path
-    size: int
-    last_use: float
 
 
 @dataclass(frozen=True)
@@ -128,60 +125,91 @@ def fetch(
     :class:`OmnilabError` when the scheme's filesystem package is not installed.
     """
     fs, path = filesystem(url)
-    shown = public_url(url)
+    job = _Job(fs, path, url, cache if cache is not None else MediaCache.default())
+    opts = _Opts(max(1, workers), max(1 << 16, chunk_bytes), progress)
+    if ranged_gets(fs) and not seen(job.store, job.shown):
+        got = _first_fetch(job, expect, opts)  # one GET: version and bytes (see _remote_get)
+        if got is not None:
+            return got
     version = _version(_call(url, lambda: fs.info(path)))
+    _check(job.shown, expect, version)
+    key, suffix = entry_key(job.shown, version.tag), suffix_of(job.shown)
+    hit = job.store.get(key, suffix)
+    if hit is not None:
+        return Fetched(hit, job.shown, version, 0)
+    with job.store.lock(url_lock_key(job.shown)):
+        hit = job.store.get(key, suffix)
+        if hit is not None:  # another task or process on this machine fetched it meanwhile
+            return Fetched(hit, job.shown, version, 0)
+        mark_seen(job.store, job.shown)
+        got = _download(job, version, None, opts)
+    evict_after_fetch(job.store)
+    return got
+
+
+@dataclass(frozen=True)
+class _Job:
+    fs: AbstractFileSystem
+    path: str
+    url: str
+    store: MediaCache
+
+    @property
+    def shown(self) -> str:
+        return public_url(self.url)
+
+
+@dataclass(frozen=True)
+class _Opts:
+    workers: int
+    chunk: int
+    progress: Callable[[int, int], None] | None
+
+
+def _first_fetch(job: _Job, expect: ObjectVersion | None, opts: _Opts) -> Fetched | None:
+    """A URL this machine never fetched: one GET of its first range, which also says its
+    version (an object up to one range in one request); ``None`` where the store cannot, or
+    another fetch of it began meanwhile (the caller looks it up: likely a hit)."""
+    shown = job.shown
+    with job.store.lock(url_lock_key(shown)):  # one download per URL: its version is unknown
+        if seen(job.store, shown):
+            return None
+        mark_seen(job.store, shown)  # from now on a look-up first: a resume, or a hit
+        first = _call(job.url, lambda: first_range(job.fs, job.path, opts.chunk))
+        if first is None:
+            return None
+        version = _version(first[0])
+        _check(shown, expect, version)
+        hit = job.store.get(entry_key(shown, version.tag), suffix_of(shown))
+        if hit is not None:  # fetched before this machine marked URLs: the GET was spent
+            return Fetched(hit, shown, version, len(first[1]))
+        got = _download(job, version, first[1], opts)
+    evict_after_fetch(job.store)
+    return got
+
+
+def _check(shown: str, expect: ObjectVersion | None, version: ObjectVersion) -> None:
     if expect is not None and expect.tag != version.tag:
         raise MediaError(
             MediaErrorCode.CHANGED,
             f"{shown} changed since this run first read it (was {expect.tag}, now {version.tag})",
             path=shown,
         )
-    store = cache if cache is not None else MediaCache.default()
-    key = _key(shown, version)
-    suffix = _suffix(shown)
-    hit = store.get(key, suffix)
-    if hit is not None:
-        return Fetched(hit, shown, version, 0)
-    private_folder(store.root)
-    final = store.path_for(key, suffix)
+
+
+def _download(job: _Job, version: ObjectVersion, first: bytes | None, opts: _Opts) -> Fetched:
+    """Into the cache under the URL's lock: ``first`` holds the object's first bytes, if read."""
+    shown = job.shown
+    key, suffix = entry_key(shown, version.tag), suffix_of(shown)
+    final = job.store.path_for(key, suffix)
     final.parent.mkdir(mode=0o700, exist_ok=True)
-    with store.lock(key):
-        hit = store.get(key, suffix)
-        if hit is not None:  # another task or process on this machine fetched it meanwhile
-            return Fetched(hit, shown, version, 0)
-        download = _Download(fs, path, url, version, final.with_name(f"{key}{_PART}{suffix}"))
-        got = download.run(
-            workers=max(1, workers), chunk=max(1 << 16, chunk_bytes), progress=progress
-        )
-        download.part.replace(final)
-        download.record.unlink(missing_ok=True)
-        _index(store, key, shown, version)
-    _evict(store)
+    part = final.with_name(f"{key}{_PART}{suffix}")
+    download = _Download(job.fs, job.path, job.url, version, part)
+    got = download.run(opts, first)
+    download.part.replace(final)
+    download.record.unlink(missing_ok=True)
+    record(job.store, key, shown, version.tag, version.size)
     return Fetched(final, shown, version, got)
-
-
-_EVICT_GATES: dict[str, tuple[threading.Lock, threading.Lock]] = {}
-_GATES_LOCK = threading.Lock()
-
-
-def _evict(store: MediaCache) -> None:
-    """``store.evict()`` after a download, one scan for the fetches of this process that land
-    while one is queued: a thread waiting to scan starts after this entry was renamed in, so it
-    counts it (8 concurrent cold fetches scanned the cache 8 times)."""
-    with _GATES_LOCK:
-        queued, scanning = _EVICT_GATES.setdefault(
-            str(store.root), (threading.Lock(), threading.Lock())
-        )
-    if not queued.acquire(blocking=False):
-        return  # another thread is waiting to scan: its scan begins after this point
-    try:
-        scanning.acquire()
-    finally:
-        queued.release()
-    try:
-        store.evict()
-    finally:
-        scanning.release()
 
 
 class _Download:
@@ -193,17 +221,25 @@ class _Download:
         self.fs, self.path, self.url, self.version, self.part = fs, path, url, version, part
         self.record = part.with_name(part.name + ".json")
         self._lock = threading.Lock()
+        self._whole: bytes | None = None  # the object's bytes, when one range held them
 
-    def run(self, *, workers: int, chunk: int, progress: Callable[[int, int], None] | None) -> int:
-        size = self.version.size
+    def run(self, opts: _Opts, first: bytes | None) -> int:
+        size, chunk, progress = self.version.size, opts.chunk, opts.progress
         ranges = [(start, min(size, start + chunk)) for start in range(0, size, chunk)]
         done = self._resumable(chunk)
         fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        got = 0
+        got = 0 if first is None else len(first)
         try:
             os.ftruncate(fd, size)  # a sparse file of the object's size; ranges fill it
+            if first:
+                os.pwrite(fd, first[:size], 0)
+                done |= {start for start, end in ranges if end <= len(first)}
+                if len(first) >= size:
+                    self._whole = first[:size]
             written = sum(end - start for start, end in ranges if start in done)
             todo = [r for r in ranges if r[0] not in done]
+            if first and progress is not None:
+                progress(written, size)
 
             def one(r: tuple[int, int]) -> None:
                 nonlocal got, written
@@ -216,14 +252,16 @@ class _Download:
                     written += len(data)
                     if len(ranges) > 1:  # one range: nothing to resume from
                         self._save(chunk, done)
+                    else:
+                        self._whole = data
                     if progress is not None:
                         progress(written, size)
 
-            if workers == 1 or len(todo) <= 1:
+            if opts.workers == 1 or len(todo) <= 1:
                 for r in todo:
                     one(r)
             else:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
+                with ThreadPoolExecutor(max_workers=opts.workers) as pool:
                     list(pool.map(one, todo))  # re-raises the first failure
             os.fsync(fd)
             verified = self._verify(fd)
@@ -251,7 +289,7 @@ class _Download:
         return got
 
     def _range(self, start: int, end: int, *, single: bool) -> bytes:
-        if single:
+        if single and not ranged_gets(self.fs):  # a server without byte ranges still serves
             data = _call(self.url, lambda: self.fs.cat_file(self.path))
         else:
             data = _call(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
@@ -283,7 +321,7 @@ class _Download:
 
     def _save(self, chunk: int, done: set[int]) -> None:
         body = {"tag": self.version.tag, "size": self.version.size, "chunk": chunk}
-        _write_private(self.record, json.dumps({**body, "done": sorted(done)}))
+        write_private(self.record, json.dumps({**body, "done": sorted(done)}))
 
     def _verify(self, fd: int) -> bool | None:
         """Raises on a wrong size; whether the bytes match the store's MD5 (``None``: no MD5).
@@ -299,6 +337,9 @@ class _Download:
         if self.version.md5 is None:
             return None
         h = hashlib.md5(usedforsecurity=False)
+        if self._whole is not None:  # the one range's bytes, just written: no read back
+            h.update(self._whole)
+            return h.hexdigest() == self.version.md5
         os.lseek(fd, 0, os.SEEK_SET)
         while block := os.read(fd, 1 << 20):
             h.update(block)
@@ -328,56 +369,6 @@ def _version(info: Mapping[str, Any]) -> ObjectVersion:
     modified = lowered.get("last-modified") or lowered.get("lastmodified") or lowered.get("mtime")
     tag = f"mtime:{modified}:{size}" if modified else f"size:{size}"
     return ObjectVersion(tag, size, md5)
-
-
-def _key(shown: str, version: ObjectVersion) -> str:
-    canon = json.dumps({"url": shown, "version": version.tag, "op": "remote"}, sort_keys=True)
-    return _KEY_PREFIX + hashlib.sha256(canon.encode()).hexdigest()
-
-
-def cached_objects(cache: MediaCache | None = None) -> list[CachedObject]:
-    """The fetched objects the cache holds now, most recently used first."""
-    store = cache if cache is not None else MediaCache.default()
-    folder = store.root / _INDEX
-    found: list[CachedObject] = []
-    if not folder.is_dir():
-        return found
-    for record in folder.glob(f"{_KEY_PREFIX}*.json"):
-        try:
-            meta = json.loads(record.read_text())
-            path = store.path_for(record.stem, str(meta["suffix"]))
-            st = path.stat()
-            found.append(
-                CachedObject(str(meta["url"]), str(meta["version"]), path, st.st_size, st.st_mtime)
-            )
-        except FileNotFoundError:
-            record.unlink(missing_ok=True)  # the entry was evicted
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return sorted(found, key=lambda o: o.last_use, reverse=True)
-
-
-def _index(store: MediaCache, key: str, shown: str, version: ObjectVersion) -> None:
-    folder = store.root / _INDEX
-    folder.mkdir(mode=0o700, exist_ok=True)
-    body = {"url": shown, "version": version.tag, "size": version.size, "suffix": _suffix(shown)}
-    _write_private(folder / f"{key}.json", json.dumps(body))
-
-
-def _write_private(path: Path, text: str) -> None:
-    """``text`` to ``path`` through a 0600 temporary file beside it, renamed over it."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    with os.fdopen(os.open(tmp, flags, 0o600), "w") as f:
-        f.write(text)
-    tmp.replace(path)
-
-
-def _suffix(shown: str) -> str:
-    # The extension stays, so decoders that pick a format from the name still can.
-    name = urlsplit(shown).path.rsplit("/", 1)[-1]
-    ext = os.path.splitext(name)[1]  # noqa: PTH122 - a URL path, not a local one
-    return ext.lower() if _SAFE_SUFFIX.fullmatch(ext) else ""
 
 
 def _call(url: str, op: Callable[[], T]) -> T:
