@@ -154,9 +154,7 @@ def test_a_run_s_recorded_version_is_checked_on_a_first_fetch_too(
     assert cache.stats().entries == 0
 
 
-def test_an_empty_object_and_a_missing_one(
-    s3: Any, calls: Counter[str], cache: MediaCache
-) -> None:
+def test_an_empty_object_and_a_missing_one(s3: Any, calls: Counter[str], cache: MediaCache) -> None:
     s3.put_object(Bucket="media", Key="empty.txt", Body=b"")
     got = remote.fetch("s3://media/empty.txt", cache=cache)  # no range of it: looked up
     assert got.path.read_bytes() == b"" and got.version.size == 0
