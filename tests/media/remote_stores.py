@@ -4,14 +4,18 @@ protocol) and a small HTTP server with byte ranges, ETags, and switches for fail
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib import request as urllib_request
 
 import pytest
 
@@ -132,3 +136,38 @@ def s3_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     finally:
         server.stop()
+
+
+@contextmanager
+def s3_auth(monkeypatch: pytest.MonkeyPatch, policy: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """moto's server (from :func:`s3_store`) enforcing IAM from now on, the AWS environment
+    pointing at a new user whose only rights are ``policy``; yields its key id and secret.
+
+    Auth is switched on through moto's ``/moto-api/reset-auth`` (no unauthenticated request
+    left) and off again afterwards (the server runs in this process: its setting is global)."""
+    boto3 = pytest.importorskip("boto3")
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1")
+    # moto's state outlives one server in this process: a user of this test's own.
+    user = f"reader-{uuid.uuid4().hex[:12]}"
+    iam.create_user(UserName=user)
+    iam.put_user_policy(UserName=user, PolicyName="reader", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+
+    def reset(count: str) -> None:
+        request = urllib_request.Request(
+            f"{endpoint}/moto-api/reset-auth",
+            data=count.encode(),
+            method="POST",
+            headers={"Content-Type": "text/plain"},  # a form body would be parsed away
+        )
+        with urllib_request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+
+    reset("0")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    try:
+        yield key["AccessKeyId"], key["SecretAccessKey"]
+    finally:
+        reset("inf")
