@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
+
+from omnilab._urls import is_remote
 
 __all__ = [
     "AgentSettings",
@@ -230,9 +232,18 @@ class SandboxLimits(_Section):
 class BenchSettings(_Section):
     """Datasets, judges and error analysis of the evaluation harness (``omnilab.bench``)."""
 
-    media_roots: dict[str, Path] = Field(default_factory=dict)
+    media_roots: dict[str, Path | str] = Field(default_factory=dict)
     """Folder each dataset's relative media paths are resolved against, by dataset name, e.g.
-    ``{omnigaia = "/data/OmniGAIA"}``; a dataset without one uses its data file's folder."""
+    ``{omnigaia = "/data/OmniGAIA"}``, or a URL (``s3://bucket/OmniGAIA/``; its media are
+    fetched where each task runs); a dataset without one uses its data file's folder."""
+
+    @field_validator("media_roots", mode="before")
+    @classmethod
+    def _roots(cls, value: object) -> object:
+        # A URL stays text (a path would fold its "//"); anything else is a folder.
+        if not isinstance(value, dict):
+            return value
+        return {k: v if is_remote(v) else Path(v) for k, v in value.items()}
 
     judge_model: str | None = None
     """The model bound to role ``judge`` (answer equivalence), ``provider:model[@base_url]``."""

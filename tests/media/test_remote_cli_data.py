@@ -103,8 +103,9 @@ def test_data_check_show_and_export_rl_take_urls(
     assert len(rows) == 2
     # The media were fetched to be probed: the rows carry the clip's real length and rate.
     assert all(abs(r["duration_seconds"] - 0.5) < 0.2 and r["fps"] == 4 for r in rows), rows
-    video = Path(rows[0]["video"])
-    assert video.read_bytes() == (local / "videos" / "v0.mp4").read_bytes()
+    # The rows name the objects (a trainer on another machine reads them there), not the copies
+    # fetched into this machine's media cache.
+    assert [r["video"] for r in rows] == ["s3://bench/videos/v0.mp4", "s3://bench/videos/v1.mp4"]
 
 
 def test_a_missing_object_or_outside_url_is_one_line(

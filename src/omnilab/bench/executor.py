@@ -29,7 +29,7 @@ from omnilab.agents.base import (
 from omnilab.bench import task_files
 from omnilab.bench.agent_task import agent_task
 from omnilab.bench.errors import BenchError
-from omnilab.bench.remote_stage import StageError, stage_task
+from omnilab.bench.remote_stage import StageError, stage_present, stage_task
 from omnilab.bench.rescore import score_result
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import MissingMedia
@@ -203,16 +203,20 @@ class TaskExecutor:
         """The result of one task; raises only :class:`RunSetupError` (and cancellation)."""
         task = job.task
         started = time.perf_counter()
+        absent: list[TaskFile] = []  # inputs at URLs whose object does not exist (drop only)
         if any(f.url is not None for f in task.files):
             # Inputs at URLs are fetched here, where the task runs, before the agent starts.
             try:
-                task = await asyncio.to_thread(stage_task, task)
+                if self.missing_media == "drop":
+                    task, absent = await asyncio.to_thread(stage_present, task)
+                else:
+                    task = await asyncio.to_thread(stage_task, task)
             except StageError as e:
                 return TaskResult.for_task(
                     task, sample=job.sample, error=str(e), error_kind="media"
                 )
             job = job.model_copy(update={"task": task})
-        missing = task.missing_files()
+        missing = [*task.missing_files(), *absent]
         if missing and self.missing_media == "drop":
             # The reference (OmniGAIA's released code) runs such a task with what is there.
             kept = tuple(f for f in task.files if f not in missing)

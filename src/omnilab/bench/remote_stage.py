@@ -23,7 +23,7 @@ from omnilab._urls import public_url, url_name
 from omnilab.bench.task import Task, TaskFile
 from omnilab.errors import OmnilabError
 
-__all__ = ["VERSIONS_FILE", "StageError", "record_versions", "stage_task"]
+__all__ = ["VERSIONS_FILE", "StageError", "record_versions", "stage_present", "stage_task"]
 
 VERSIONS_FILE = "remote.json"
 """The run folder's record of each input URL's version (``{"versions": {url: tag}}``)."""
@@ -97,20 +97,47 @@ def stage_task(task: Task) -> Task:
     Raises :class:`StageError` (one line, naming the input's id) for a missing object, denied
     access, an unreachable store, or an object changed since the run recorded its version.
     """
+    staged, _ = _stage_all(task, missing_ok=False)
+    return staged
+
+
+def stage_present(task: Task) -> tuple[Task, list[TaskFile]]:
+    """As :func:`stage_task`, but an input whose object does not exist (``NOT_FOUND``) is left
+    as it was and returned: what ``--missing-media drop`` drops, as it drops a missing local
+    file. Every other failure (denied, unreachable, changed) still raises :class:`StageError`.
+    """
+    return _stage_all(task, missing_ok=True)
+
+
+def _stage_all(task: Task, *, missing_ok: bool) -> tuple[Task, list[TaskFile]]:
     if not any(f.url is not None for f in task.files):
-        return task
-    return task.model_copy(update={"files": tuple(_stage(f) for f in task.files)})
+        return task, []
+    files: list[TaskFile] = []
+    absent: list[TaskFile] = []
+    for f in task.files:
+        staged = _stage(f, missing_ok=missing_ok)
+        files.append(f if staged is None else staged)
+        if staged is None:
+            absent.append(f)
+    return task.model_copy(update={"files": tuple(files)}), absent
 
 
-def _stage(f: TaskFile) -> TaskFile:
+def _stage(f: TaskFile, *, missing_ok: bool) -> TaskFile | None:
+    """``f`` fetched (``f`` itself when it is not at a URL); ``None`` for an object that does
+    not exist when ``missing_ok``."""
     if f.url is None:
         return f
+    from omnilab.media.errors import MediaError, MediaErrorCode
     from omnilab.media.remote import ObjectVersion, fetch
     from omnilab.media.remote_named import named_copy
 
     expect = ObjectVersion(f.version, -1, None) if f.version else None
     try:
         got = fetch(f.url, expect=expect)
+    except MediaError as e:
+        if missing_ok and e.code is MediaErrorCode.NOT_FOUND:
+            return None
+        raise StageError(f"cannot fetch input {f.id}: {e}") from None
     except OmnilabError as e:
         raise StageError(f"cannot fetch input {f.id}: {e}") from None
     path = named_copy(got.path, url_name(got.url))

@@ -167,8 +167,8 @@ def rl(
         typer.Option(
             "--media-root",
             help="Folder or URL the dataset's media paths are in (default: the dataset's folder; "
-            "media at URLs are fetched into the media cache to be probed, and rows name the "
-            "local copies).",
+            "media at URLs are fetched into the media cache to be probed, and rows name their "
+            "URLs, without query or user info).",
         ),
     ] = None,
     data_source: Annotated[

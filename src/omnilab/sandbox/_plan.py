@@ -252,7 +252,9 @@ def _data_folders() -> list[Path]:
     with contextlib.suppress(OmnilabError):
         settings = get_settings()
         found.append(settings.cache_dir)
-        found += [*settings.bench.media_roots.values(), settings.bench.runs_dir]
+        # A media root at a URL is no folder of this machine's.
+        found += [p for p in settings.bench.media_roots.values() if isinstance(p, Path)]
+        found.append(settings.bench.runs_dir)
         found.append(settings.agents.runs_dir)
         if settings.web.index_dir is not None:
             found.append(settings.web.index_dir)

@@ -56,7 +56,8 @@ class VideoMeta:
     """The task's video as the rows describe it."""
 
     video: str | None
-    """As the dataset file names it (relative to the media root), else the file's path."""
+    """As the dataset file names it (relative to the media root), else the file's path (its
+    URL without query or user info, for a file at a URL)."""
     fps: float
     duration_seconds: float
     has_audio: bool
@@ -77,7 +78,7 @@ def video_meta(task: Task) -> VideoMeta:
     info = probe(files[0].path)  # MediaError (one line) when it is missing or unreadable
     named = task.original.get("video") or task.original.get("video_path")
     return VideoMeta(
-        video=named if isinstance(named, str) else str(files[0].path),
+        video=named if isinstance(named, str) else (files[0].url or str(files[0].path)),
         fps=float(info.fps or 0.0),
         duration_seconds=float(info.duration or 0.0),
         has_audio=info.has_audio,

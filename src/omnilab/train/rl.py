@@ -3,8 +3,9 @@
 verl's ``RLHFDataset`` reads parquet rows with ``data_source`` (which reward function scores the
 row), ``prompt`` (the chat the policy starts from), ``ability``, ``reward_model: {style: rule,
 ground_truth}`` and ``extra_info``; multimodal rows add ``images`` / ``videos`` (and ``audios``) with
-``<image>`` / ``<video>`` / ``<audio>`` markers in the prompt text, paths made absolute. Media stay file paths; fps, duration and sound are
-probed from the files (:func:`omnilab.train.omniagent.probe_all`).
+``<image>`` / ``<video>`` / ``<audio>`` markers in the prompt text, paths made absolute (a file at
+a URL: that URL, without query or user info). Fps, duration and sound are probed from the files
+(:func:`omnilab.train.omniagent.probe_all`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from omnilab.bench.task import Task
+from omnilab.bench.task import Task, TaskFile
 from omnilab.train.omniagent import VideoMeta, omniagent_rl_row, probe_all, task_fields
 
 __all__ = ["RL_FORMATS", "RlFormat", "rl_rows", "verl_row"]
@@ -29,10 +30,9 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
     from omnilab.agents.question import question_text
     from omnilab.bench.agent_task import agent_task
 
-    # absolute paths: a trainer started in another folder finds the same files
-    images = [str(Path(f.path).resolve()) for f in task.files if f.kind == "image"]
-    videos = [str(Path(f.path).resolve()) for f in task.files if f.kind == "video"]
-    audios = [str(Path(f.path).resolve()) for f in task.files if f.kind == "audio"]
+    images = [_where(f) for f in task.files if f.kind == "image"]
+    videos = [_where(f) for f in task.files if f.kind == "video"]
+    audios = [_where(f) for f in task.files if f.kind == "audio"]
     markers = "".join(
         f"<{kind}>" * len(paths)
         for kind, paths in (("image", images), ("video", videos), ("audio", audios))
@@ -72,6 +72,14 @@ def verl_row(task: Task, meta: VideoMeta, *, index: int, data_source: str) -> Js
     if audios:
         row["audios"] = audios
     return row
+
+
+def _where(f: TaskFile) -> str:
+    """Where a row says the file is: its absolute path (a trainer started in another folder
+    finds the same file), or for a file at a URL that URL without query or user info (the copy
+    fetched to probe it lies in this machine's media cache, which evicts it and which other
+    machines do not have)."""
+    return f.url if f.url is not None else str(Path(f.path).resolve())
 
 
 def rl_rows(
