@@ -3,6 +3,7 @@
 Usage::
 
     python bench/remote_media.py [--tasks 50] [--seconds 20] [--concurrency 8] [--rounds 3]
+                                 [--large-objects 0] [--large-mib 64]
 
 Starts moto's S3 server (``moto_server``, the real S3 wire protocol) on 127.0.0.1 in its own
 process, uploads ``--tasks`` generated H.264+AAC videos, then runs, each in a fresh process,
@@ -13,6 +14,11 @@ interleaved over ``--rounds``:
 - ``omnilab warm``: the same again on the filled cache (the bytes downloaded must be zero);
 - ``aws client``: boto3's ``download_file`` of the same objects to a folder, same concurrency
   (what a user's own script would do; the floor for the cold case).
+
+With ``--large-objects N``, two more rows (``omnilab cold, large`` and ``aws client, large``)
+fetch N objects of ``--large-mib`` MiB each (random bytes, uploaded in parts as the AWS client
+does past 8 MiB: their ETag is no MD5), as hour-long videos would be; the default rows are the
+same either way.
 
 Prints wall and CPU seconds (the child's user+system) and bytes downloaded per row, and the cold
 overhead against the AWS client (target: at most 1.2x wall). Needs ``pip install -e '.[dev]'``
@@ -81,6 +87,23 @@ def _upload(tasks: int, seconds: float, folder: Path) -> list[str]:
     return keys
 
 
+def _upload_large(count: int, mib: int, folder: Path) -> list[str]:
+    import boto3
+
+    s3 = boto3.client("s3")
+    keys = []
+    for i in range(count):
+        path = folder / f"large{i:02d}.bin"
+        with path.open("wb") as f:
+            for _ in range(mib):
+                f.write(os.urandom(1 << 20))
+        key = f"large/{path.name}"
+        s3.upload_file(str(path), BUCKET, key)
+        path.unlink()
+        keys.append(key)
+    return keys
+
+
 def _child(role: str, keys: list[str], concurrency: int, cache: Path, out: Path) -> None:
     """One measured contender (in its own process)."""
     started = time.perf_counter()
@@ -111,11 +134,11 @@ def _child(role: str, keys: list[str], concurrency: int, cache: Path, out: Path)
 
 
 def _measure(
-    role: str, args: argparse.Namespace, env: dict[str, str], cache: Path
+    role: str, args: argparse.Namespace, env: dict[str, str], cache: Path, keys: str = ""
 ) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(prefix="omnilab-bench-aws-"))
     try:
-        cmd = [sys.executable, __file__, "--child", role, "--keys", args.keys_file]
+        cmd = [sys.executable, __file__, "--child", role, "--keys", keys or args.keys_file]
         cmd += ["--concurrency", str(args.concurrency), "--cache", str(cache), "--out", str(out)]
         started = time.perf_counter()
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -134,6 +157,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each video.")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--large-objects", type=int, default=0, help="Add rows fetching this many large objects."
+    )
+    parser.add_argument("--large-mib", type=int, default=64, help="Size of each large object.")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keys", dest="keys_file", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
@@ -161,28 +188,46 @@ def main() -> None:
         args.keys_file = str(work / "keys.json")
         Path(args.keys_file).write_text(json.dumps(keys))
         print(f"{len(keys)} videos, {total / 2**20:.1f} MiB in s3://{BUCKET} ({endpoint})")
+        large = ""
+        if args.large_objects > 0:
+            large = str(work / "large.json")
+            keys_large = _upload_large(args.large_objects, args.large_mib, work)
+            Path(large).write_text(json.dumps(keys_large))
+            print(f"{len(keys_large)} large objects, {args.large_mib} MiB each")
         rows: dict[str, list[dict[str, float]]] = {
             "omnilab cold": [],
             "omnilab warm": [],
             "aws client": [],
         }
+        if large:
+            rows |= {"omnilab cold, large": [], "aws client, large": []}
+        load_start = os.getloadavg()[0]
         for _ in range(args.rounds):
             cache = work / f"cache-{time.monotonic_ns()}"
             rows["omnilab cold"].append(_measure("omnilab", args, env, cache))
             rows["omnilab warm"].append(_measure("omnilab", args, env, cache))
             rows["aws client"].append(_measure("aws", args, env, cache))
             shutil.rmtree(cache, ignore_errors=True)
+            if large:
+                rows["omnilab cold, large"].append(_measure("omnilab", args, env, cache, large))
+                rows["aws client, large"].append(_measure("aws", args, env, cache, large))
+                shutil.rmtree(cache, ignore_errors=True)
         print(
-            f"{'':14} {'wall s':>8} {'cpu s':>8} {'MiB downloaded':>15}  (median of {args.rounds})"
+            f"{'':19} {'wall s':>8} {'cpu s':>8} {'MiB downloaded':>15}  (median of {args.rounds})"
         )
+        print(f"load average (1 min): {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} now")
         med = {
             name: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "bytes")}
             for name, rs in rows.items()
         }
         for name, m in med.items():
-            print(f"{name:14} {m['wall']:8.2f} {m['cpu']:8.2f} {m['bytes'] / 2**20:15.1f}")
-        ratio = med["omnilab cold"]["wall"] / med["aws client"]["wall"]
-        print(f"cold overhead against the AWS client: {ratio:.2f}x wall (target <= 1.2x)")
+            print(f"{name:19} {m['wall']:8.2f} {m['cpu']:8.2f} {m['bytes'] / 2**20:15.1f}")
+        for suffix in ("", ", large") if large else ("",):
+            cold, aws = med[f"omnilab cold{suffix}"], med[f"aws client{suffix}"]
+            print(
+                f"cold overhead against the AWS client{suffix}: {cold['wall'] / aws['wall']:.2f}x "
+                f"wall, {cold['cpu'] / aws['cpu']:.2f}x cpu (target <= 1.2x)"
+            )
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
 from omnilab.media._remote_fs import filesystem, status_of, transient
-from omnilab.media._remote_get import first_range, ranged_gets
+from omnilab.media._remote_get import first_range, range_into, ranged_gets
 from omnilab.media._remote_index import (
     CachedObject,
     cached_objects,
@@ -244,16 +244,13 @@ class _Download:
             def one(r: tuple[int, int]) -> None:
                 nonlocal got, written
                 start, end = r
-                data = self._range(start, end, single=len(ranges) == 1)
-                os.pwrite(fd, data, start)
+                count = self._fill(fd, start, end, single=len(ranges) == 1)
                 with self._lock:
                     done.add(start)
-                    got += len(data)
-                    written += len(data)
+                    got += count
+                    written += count
                     if len(ranges) > 1:  # one range: nothing to resume from
                         self._save(chunk, done)
-                    else:
-                        self._whole = data
                     if progress is not None:
                         progress(written, size)
 
@@ -288,19 +285,30 @@ class _Download:
             )
         return got
 
-    def _range(self, start: int, end: int, *, single: bool) -> bytes:
+    def _fill(self, fd: int, start: int, end: int, *, single: bool) -> int:
+        """Bytes ``[start, end)`` into ``fd``; a single range is also kept (for its MD5)."""
         if single and not ranged_gets(self.fs):  # a server without byte ranges still serves
             data = _call(self.url, lambda: self.fs.cat_file(self.path))
+        elif not single and ranged_gets(self.fs):  # S3: streamed into the file as it comes
+            count = _call(self.url, lambda: range_into(self.fs, self.path, start, end, fd))
+            self._check_count(count, start, end)
+            return count
         else:
             data = _call(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
-        if len(data) != end - start:
+        self._check_count(len(data), start, end)
+        os.pwrite(fd, data, start)
+        if single:
+            self._whole = bytes(data)
+        return len(data)
+
+    def _check_count(self, count: int, start: int, end: int) -> None:
+        if count != end - start:
             raise MediaError(
                 MediaErrorCode.CORRUPT,
-                f"{public_url(self.url)}: the store sent {len(data)} bytes for bytes "
+                f"{public_url(self.url)}: the store sent {count} bytes for bytes "
                 f"{start}-{end} (does it serve byte ranges?)",
                 path=public_url(self.url),
             )
-        return bytes(data)
 
     def _resumable(self, chunk: int) -> set[int]:
         """Ranges an interrupted download of the same version already wrote."""
