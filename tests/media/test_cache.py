@@ -175,6 +175,30 @@ def test_stale_temporary_files_are_collected(
     assert not entry.exists()  # max_bytes=0: every complete entry past the grace period goes
 
 
+def test_stale_lock_files_are_collected_once_a_minute(
+    tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "_LOCKS_SWEPT", {})
+    cache = MediaCache(tmp_path / "c", max_bytes=1 << 20)
+    cache.get_or_create(cache.key(source, "op", {}), ".bin", lambda t: t.write_bytes(b"1"))
+    locks = cache.root / ".locks"
+    old, older = locks / "old.lock", locks / "older.lock"
+    old.touch()
+    _age(old, 2 * 3600)
+    monkeypatch.setattr(cache_module, "_LOCKS_SWEPT", {})  # a new process
+    cache.evict()
+    assert not old.exists()
+    older.touch()
+    _age(older, 2 * 3600)
+    cache.evict()  # within the minute: the lock folder is not looked through again
+    assert older.exists()
+    monkeypatch.setattr(
+        cache_module, "_LOCKS_SWEPT", {k: v - 61 for k, v in cache_module._LOCKS_SWEPT.items()}
+    )
+    cache.evict()
+    assert not older.exists()
+
+
 def test_clear(cache: MediaCache, source: Path) -> None:
     for i in range(3):
         cache.get_or_create(
