@@ -162,3 +162,17 @@ def test_an_empty_object_and_a_missing_one(s3: Any, calls: Counter[str], cache: 
         remote.fetch("s3://media/none.mp4", cache=cache)
     assert err.value.code is MediaErrorCode.NOT_FOUND
     assert str(err.value) == "s3://media/none.mp4 does not exist"
+
+
+def test_ranges_of_a_large_object_are_written_piece_by_piece_as_they_arrive(
+    s3: Any, calls: Counter[str], cache: MediaCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab.media import _remote_get
+
+    chunk = 64 << 10
+    data = _blob(5 * chunk + 777, seed=4)
+    s3.put_object(Bucket="media", Key="long.mp4", Body=data)
+    monkeypatch.setattr(_remote_get, "_PIECE", 10_000)  # pieces that straddle the ranges' ends
+    got = remote.fetch("s3://media/long.mp4", cache=cache, chunk_bytes=chunk, workers=3)
+    assert got.path.read_bytes() == data and got.downloaded == len(data)
+    assert calls == {"get_object": 6}
