@@ -173,6 +173,9 @@ def _graph(name: str, rate: int, layout: str, *, pcm16: bool) -> Graph:
         graph.add("aformat", sample_rates=str(rate), sample_fmts="fltp", channel_layouts=layout),
     ]
     if pcm16:
+        # Joined into the sink's 1 s blocks first: converting the resampler's ~370-sample frames
+        # one by one cost more (per-frame filter calls) than numpy converting 1 s blocks.
+        chain.append(graph.add("asetnsamples", nb_out_samples=str(rate), pad="0"))
         chain += [graph.add(filter, **options) for filter, options in PCM16_FILTERS]
     chain.append(graph.add("abuffersink"))
     for a, b in pairwise(chain):
