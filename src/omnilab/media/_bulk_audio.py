@@ -135,6 +135,8 @@ def _blocks(
                     break
                 if not isinstance(block, av.AudioFrame):
                     raise IrregularError("the graph gave no audio")
+                if pcm16 and block.format.name != "s16":
+                    raise IrregularError(f"the graph gave {block.format.name}, not s16")
                 at = _timeline_index(block, info, rate)
                 if at is None or abs(at - window.pos) > window.jitter:
                     raise IrregularError(f"the timestamps jump near sample {window.pos}")
@@ -175,8 +177,11 @@ def _graph(name: str, rate: int, layout: str, *, pcm16: bool) -> Graph:
     if pcm16:
         # Joined into the sink's 1 s blocks first: converting the resampler's ~370-sample frames
         # one by one cost more (per-frame filter calls) than numpy converting 1 s blocks.
-        chain.append(graph.add("asetnsamples", nb_out_samples=str(rate), pad="0"))
-        chain += [graph.add(filter, **options) for filter, options in PCM16_FILTERS]
+        try:
+            chain.append(graph.add("asetnsamples", nb_out_samples=str(rate), pad="0"))
+            chain += [graph.add(filter, **options) for filter, options in PCM16_FILTERS]
+        except ValueError as e:  # an FFmpeg without these filters or options
+            raise IrregularError(f"FFmpeg cannot convert to PCM16 here: {e}") from e
     chain.append(graph.add("abuffersink"))
     for a, b in pairwise(chain):
         a.link_to(b)
