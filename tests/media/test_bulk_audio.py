@@ -120,6 +120,9 @@ def test_a_gap_in_the_timestamps_falls_back_to_the_exact_loop(tmp_path: Path) ->
         c.mux(aus.encode(None))
     with pytest.raises(IrregularError, match="jump"):
         _bulk(path, 0.0, None)
+    info = probe(path)
+    with pytest.raises(IrregularError, match="jump"):  # the PCM16 graph sees it the same way
+        list(iter_bulk(info, 0.0, _end(info, None), rate=RATE, layout="mono", pcm16=True))
     x = audio.audio_samples(path)
     assert np.array_equal(x, np.clip(_exact(path, 0.0, None), -1.0, 1.0))
     assert not x[RATE + 200 : round(1.5 * RATE) - 200].any()
