@@ -210,7 +210,7 @@ def test_ffmpeg_pcm16_is_numpys_to_the_bit() -> None:
     expected = to_pcm16(x[None, :])
     got = _through_graph(x, PCM16_FILTERS)
     assert len(got) == len(expected) == 2 * x.size
-    diff = np.flatnonzero(np.frombuffer(got, "<i2") != np.frombuffer(expected, "<i2"))
+    diff = np.flatnonzero(np.frombuffer(got, np.int16) != np.frombuffer(expected, np.int16))
     assert diff.size == 0, f"{diff.size} samples differ, first at {x[diff[:5]]}"
     # The samples catch a conversion one float32 step (or one LSB) away from it: FFmpeg's own
     # (times 32768, saturating) and a gain one step below 32767/32768 both differ.
@@ -239,7 +239,7 @@ def test_pcm16_window_places_blocks_like_the_float_one(files: dict[str, Path]) -
     for at, piece in pieces:
         for block in floats.push(frame(piece, "fltp", at), info):
             from_floats += to_pcm16(block)
-        as_pcm = np.frombuffer(to_pcm16(piece[None, :]), "<i2")
+        as_pcm = np.frombuffer(to_pcm16(piece[None, :]), np.int16)
         for view in pcm.push(frame(as_pcm, "s16", at), info):
             from_pcm += view
     for block in floats.silence(floats.stop - (floats.pos or 0), 1):

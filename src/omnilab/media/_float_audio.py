@@ -46,11 +46,12 @@ def mono_samples(count: int, blocks: Iterator[NDArray[np.float32]]) -> NDArray[n
 
 
 def to_pcm16(block: NDArray[np.float32]) -> bytes:
-    """The first channel of ``block`` as little-endian PCM16: clip to [-1, 1], times 32767,
-    round half to even (as ``np.round``). :data:`omnilab.media._bulk_audio.PCM16_FILTERS` is
-    the same conversion inside FFmpeg, byte for byte."""
+    """The first channel of ``block`` as PCM16: clip to [-1, 1], times 32767, round half to
+    even (as ``np.round``). :data:`omnilab.media._bulk_audio.PCM16_FILTERS` is the same
+    conversion inside FFmpeg, byte for byte. In the machine's byte order, as FFmpeg's ``s16``
+    and as ``wave`` expects (it writes the file little-endian)."""
     # In place on one copy.
     mono = np.clip(block[0], -1.0, 1.0)
     np.multiply(mono, np.float32(32767.0), out=mono)
     np.rint(mono, out=mono)
-    return bytes(mono.astype("<i2").tobytes())
+    return bytes(mono.astype(np.int16).tobytes())
