@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from omnilab.media import synth
@@ -53,3 +54,15 @@ def test_one_round_compares_the_same_wav(
     out = capsys.readouterr().out
     assert "byte-identical: yes" in out
     assert "after   CPU median" in out and "/ ffmpeg" in out
+
+
+def test_the_exhaustive_check_counts_every_float_in_its_range() -> None:
+    path = ROOT / "bench" / "pcm16_exhaustive.py"
+    spec = importlib.util.spec_from_file_location("pcm16_exhaustive", path)
+    assert spec is not None and spec.loader is not None
+    exhaustive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exhaustive)
+    # [0.5, 0.5 + 4095 steps]: 4,096 floats of each sign, around PCM16 16,383-16,384.
+    bits = np.array([np.float32(0.5).view(np.uint32) + 4095], dtype=np.uint32)
+    hi = float(bits.view(np.float32)[0])
+    assert exhaustive.count_differences(0.5, hi) == (8192, 0)
