@@ -55,6 +55,17 @@ def test_soundtrack_to_a_file_imports_no_pillow_nor_cache(tmp_path: Path) -> Non
     assert not (tmp_path / "cache").exists()
 
 
+def test_soundtrack_to_a_file_imports_no_numpy(tmp_path: Path) -> None:
+    """FFmpeg's graph makes the PCM16 (issue 48): numpy, ~0.1 s of start-up, is not loaded."""
+    video = synth.make_video(tmp_path / "v.mp4", duration=2.0)
+    out = tmp_path / "sound.wav"
+    modules = _extract_in_fresh_process(video, out, tmp_path)
+    assert out.read_bytes() == audio.audio_segment(video, out=tmp_path / "again.wav").read_bytes()
+    assert "av" in modules
+    assert "numpy" not in modules
+    assert "omnilab.media._float_audio" not in modules
+
+
 def test_soundtrack_wav_is_the_samples_written_in_one_go(tmp_path: Path) -> None:
     """Blocks written raw, the header once at the end: the same file as one ``writeframes``."""
     video = synth.make_video(tmp_path / "v.mp4", duration=3.0)

@@ -1,21 +1,26 @@
 """Placing decoded sound on the file's timeline: where the first frame lies, and a window of it.
 
 Shared by the exact per-packet loop (:func:`omnilab.media.audio.iter_audio`) and the bulk
-path (:mod:`omnilab.media._bulk_audio`), so both place samples by the same rules.
+path (:mod:`omnilab.media._bulk_audio`), so both place samples by the same rules. The window
+is the same for float samples (:class:`omnilab.media._float_audio.FloatWindow`, numpy) and for
+the PCM16 that a soundtrack's graph makes (:class:`Pcm16Window`, plain bytes: a soundtrack
+written to a WAV file never loads numpy).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 import av
-import numpy as np
-from numpy.typing import NDArray
 
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo
 
-__all__ = ["JITTER_S", "MIX_OPTIONS", "PREROLL_S", "Window", "first_time"]
+__all__ = ["JITTER_S", "MIX_OPTIONS", "PREROLL_S", "Pcm16Window", "Window", "first_time"]
+
+B = TypeVar("B")
 
 # Decoding starts this long before the requested start: MDCT codecs (AAC, MP3, Vorbis) need the
 # previous frame's overlap and Opus asks for 80 ms of pre-roll before output is exact.
@@ -63,8 +68,12 @@ def first_time(
     return t
 
 
-class Window:
-    """Places resampled frames on the timeline by their timestamps and keeps one range of it."""
+class Window(ABC, Generic[B]):
+    """Places resampled frames on the timeline by their timestamps and keeps one range of it.
+
+    A block ``B`` holds the samples of one frame; subclasses say how to get, measure, cut and
+    make silent ones.
+    """
 
     def __init__(self, first: int, count: int, jitter: int) -> None:
         self.first = first
@@ -77,36 +86,74 @@ class Window:
     def done(self) -> bool:
         return self.pos is not None and self.pos >= self.stop
 
-    def push_all(
-        self, frames: list[av.AudioFrame], info: MediaInfo
-    ) -> Iterator[NDArray[np.float32]]:
+    @abstractmethod
+    def samples(self, frame: av.AudioFrame) -> B:
+        """The samples of a frame of the output format."""
+
+    @abstractmethod
+    def size(self, block: B) -> int:
+        """Samples (per channel) in ``block``."""
+
+    @abstractmethod
+    def cut(self, block: B, lo: int, hi: int) -> B:
+        """Samples ``lo`` to ``hi`` of ``block``."""
+
+    @abstractmethod
+    def zeros(self, channels: int, count: int) -> B:
+        """``count`` samples of silence."""
+
+    def push_all(self, frames: list[av.AudioFrame], info: MediaInfo) -> Iterator[B]:
         for frame in frames:
             yield from self.push(frame, info)
 
-    def push(self, frame: av.AudioFrame, info: MediaInfo) -> Iterator[NDArray[np.float32]]:
-        data = frame.to_ndarray().astype(np.float32, copy=False)
+    def push(self, frame: av.AudioFrame, info: MediaInfo) -> Iterator[B]:
+        data = self.samples(frame)
         at = None
         if frame.pts is not None and frame.time_base is not None:
             at = round((float(frame.pts * frame.time_base) - info.start_time) * frame.sample_rate)
         assert self.pos is not None, "the caller places the first frame"
         if at is not None and at > self.pos + self.jitter:
-            yield from self.silence(at - self.pos, data.shape[0])
+            yield from self.silence(at - self.pos, len(frame.layout.channels))
         elif at is not None and at < self.pos - self.jitter:
-            data = data[:, self.pos - at :]  # overlaps what is already out: keep the new part
+            # Overlaps what is already out: keep the new part.
+            data = self.cut(data, self.pos - at, self.size(data))
         yield from self._take(data)
 
-    def silence(self, count: int, channels: int) -> Iterator[NDArray[np.float32]]:
+    def silence(self, count: int, channels: int) -> Iterator[B]:
         if self.pos is None or count <= 0:
             return
         lo, hi = max(self.pos, self.first), min(self.pos + count, self.stop)
         if hi > lo:
-            yield np.zeros((channels, hi - lo), dtype=np.float32)
+            yield self.zeros(channels, hi - lo)
         self.pos += count
 
-    def _take(self, data: NDArray[np.float32]) -> Iterator[NDArray[np.float32]]:
+    def _take(self, data: B) -> Iterator[B]:
         assert self.pos is not None
-        n = data.shape[1]
+        n = self.size(data)
         lo, hi = max(self.pos, self.first), min(self.pos + n, self.stop)
         if hi > lo:
-            yield data[:, lo - self.pos : hi - self.pos]
+            yield self.cut(data, lo - self.pos, hi - self.pos)
         self.pos += n
+
+
+class Pcm16Window(Window[memoryview]):
+    """Mono signed 16-bit samples in the machine's byte order, as ``memoryview`` of format ``h``.
+
+    A block is a view of the frame's own buffer (or of zero bytes): no copy, no numpy.
+    """
+
+    def samples(self, frame: av.AudioFrame) -> memoryview:
+        if frame.format.name != "s16" or len(frame.layout.channels) != 1:
+            raise ValueError(f"not mono s16: {frame.format.name} {frame.layout.name}")
+        return memoryview(frame.planes[0]).cast("h")[: frame.samples]
+
+    def size(self, block: memoryview) -> int:
+        return len(block)
+
+    def cut(self, block: memoryview, lo: int, hi: int) -> memoryview:
+        return block[lo:hi]
+
+    def zeros(self, channels: int, count: int) -> memoryview:
+        if channels != 1:
+            raise ValueError(f"PCM16 blocks are mono (asked for {channels} channels)")
+        return memoryview(bytes(2 * count)).cast("h")

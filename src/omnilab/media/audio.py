@@ -16,19 +16,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import av
-import numpy as np
-from numpy.typing import NDArray
 
 from omnilab.config import get_settings
 from omnilab.media._bulk_audio import IrregularError, iter_bulk
 from omnilab.media._open import only_read, open_input
-from omnilab.media._timeline import JITTER_S, MIX_OPTIONS, PREROLL_S, Window, first_time
+from omnilab.media._timeline import JITTER_S, MIX_OPTIONS, PREROLL_S, first_time
 from omnilab.media._validate import check_time_range, end_tolerance, require_audio
 from omnilab.media.budget import decode_slot
 from omnilab.media.errors import MediaError, MediaErrorCode, fmt_s
 from omnilab.media.probe import MediaInfo, probe
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from omnilab.media.cache import MediaCache
 
 # iter_audio, seek_before and write_output are shared with clip.py, not part of the public API.
@@ -77,8 +78,10 @@ def audio_segment(
 
     def produce(dest: Path) -> None:
         with decode_slot(gil_bound=True):
-            try:
-                _write_wav(dest, rate, iter_bulk(info, s, e, rate=rate, layout="mono"))
+            try:  # PCM16 made by FFmpeg, the same bytes as _write_wav's conversion
+                _write_pcm16(
+                    dest, rate, iter_bulk(info, s, e, rate=rate, layout="mono", pcm16=True)
+                )
             except IrregularError:  # written again from the start, by the exact loop
                 _write_wav(dest, rate, iter_audio(info, s, e, rate=rate, layout="mono"))
 
@@ -134,21 +137,15 @@ def _validated(path: str | Path, start: float, end: float | None) -> tuple[Media
 
 
 def _mono(info: MediaInfo, start: float, end: float, rate: int) -> NDArray[np.float32]:
-    samples = np.empty(round((end - start) * rate), dtype=np.float32)
+    # numpy loads with the first float samples, not with this module (see _float_audio).
+    from omnilab.media._float_audio import mono_samples
+
+    count = round((end - start) * rate)
     with decode_slot(gil_bound=True):
         try:
-            _fill(samples, iter_bulk(info, start, end, rate=rate, layout="mono"))
+            return mono_samples(count, iter_bulk(info, start, end, rate=rate, layout="mono"))
         except IrregularError:  # filled again from the start, by the exact loop
-            _fill(samples, iter_audio(info, start, end, rate=rate, layout="mono"))
-    # Lossy decoders overshoot full scale slightly; callers are promised [-1, 1].
-    return np.clip(samples, -1.0, 1.0, out=samples)
-
-
-def _fill(samples: NDArray[np.float32], blocks: Iterator[NDArray[np.float32]]) -> None:
-    pos = 0
-    for block in blocks:
-        samples[pos : pos + block.shape[1]] = block[0]
-        pos += block.shape[1]
+            return mono_samples(count, iter_audio(info, start, end, rate=rate, layout="mono"))
 
 
 def _write_wav(dest: Path, rate: int, blocks: Iterator[NDArray[np.float32]]) -> None:
@@ -158,18 +155,21 @@ def _write_wav(dest: Path, rate: int, blocks: Iterator[NDArray[np.float32]]) -> 
     float samples (115 MB, plus as much again for the conversion). The same operations per
     sample as on the whole array, so the file is the same.
     """
+    from omnilab.media._float_audio import to_pcm16  # numpy: see _mono
+
+    _write_pcm16(dest, rate, map(to_pcm16, blocks))
+
+
+def _write_pcm16(dest: Path, rate: int, blocks: Iterator[bytes | memoryview]) -> None:
+    """Mono PCM16 ``dest`` (replaced if it exists) from blocks of samples."""
     with wave.open(str(dest), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(rate)
         for block in blocks:
-            # In place on one copy: clip, scale, round half to even (as np.round), convert.
-            mono = np.clip(block[0], -1.0, 1.0)
-            np.multiply(mono, np.float32(32767.0), out=mono)
-            np.rint(mono, out=mono)
             # Raw: ``writeframes`` rewrites the header after every block (1,800 seeks and
             # writes for 30 minutes); ``close`` writes the same final header once.
-            w.writeframesraw(mono.astype("<i2").tobytes())
+            w.writeframesraw(block)
 
 
 def iter_audio(
@@ -182,7 +182,9 @@ def iter_audio(
     data (before it starts, in gaps between timestamps, after it ends while the other tracks
     go on) the result is silence; a file whose data stops before ``end`` raises ``CORRUPT``.
     """
-    window = Window(round(start * rate), round((end - start) * rate), round(JITTER_S * rate))
+    from omnilab.media._float_audio import FloatWindow  # numpy: see _mono
+
+    window = FloatWindow(round(start * rate), round((end - start) * rate), round(JITTER_S * rate))
     longest = 0  # samples of the longest source frame, converted to ``rate``
     resampler: av.AudioResampler | None = None
     params: tuple[str, str, int] | None = None
