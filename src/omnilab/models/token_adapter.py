@@ -11,15 +11,13 @@ backend. Text only: media parts are refused.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from omnilab.content import Text
 from omnilab.models.capabilities import Capabilities
-from omnilab.models.errors import ErrorKind, ProviderError
 from omnilab.models.parsing import postprocess
-from omnilab.models.providers.openai_wire import tool_prompt
+from omnilab.models.token_media import media_chat
 from omnilab.models.token_trace import TokenTrace
 from omnilab.models.tokens import Chat, Sampled, TokenBackend, TokenLedger
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
@@ -30,13 +28,28 @@ Sampler = Callable[[list[int], GenerateConfig], Awaitable[Sampled]]
 """Samples a continuation of prompt ids under a call's settings."""
 
 
+_MARK = "\x00omnilab-end-of-turn\x00"
+
+
+def _special_ids(tokenizer: Any) -> set[int]:
+    ids = {int(i) for i in getattr(tokenizer, "all_special_ids", None) or []}
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return ids | {int(i) for i, token in added.items() if getattr(token, "special", False)}
+
+
 class HFTokenizer:
     """A Hugging Face tokenizer (anything with ``apply_chat_template``, ``encode`` and
-    ``eos_token``) as a :class:`~omnilab.models.tokens.TokenBackend`."""
+    ``eos_token``) as a :class:`~omnilab.models.tokens.TokenBackend`.
+
+    The end of an assistant turn is the special token the chat template closes that turn with
+    (``<|im_end|>`` in ChatML, ``<|eot_id|>`` in Llama 3), which a chat policy samples to stop;
+    the tokenizer's ``eos_token`` only when the template closes the turn with no special token
+    (tokenizers read from a GGUF by transformers may name ``<|im_start|>`` as their EOS)."""
 
     def __init__(self, tokenizer: Any, name: str | None = None) -> None:
         self.hf = tokenizer
         self.tokenizer = f"hf:{name or getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
+        self._end: tuple[int, str] | None = None
 
     async def render(self, chat: Chat, *, generation: bool) -> tuple[str, bool]:
         """The tokenizer's chat template applied to ``chat`` (it writes its own BOS)."""
@@ -52,36 +65,26 @@ class HFTokenizer:
         return str(self.hf.decode(list(ids), skip_special_tokens=False))
 
     async def end_of_turn(self) -> tuple[int, str]:
-        """The end-of-sequence id and text."""
+        """The id and text of the token that closes an assistant turn (see the class)."""
+        if self._end is None:
+            self._end = self._find_end()
+        return self._end
+
+    def _find_end(self) -> tuple[int, str]:
+        chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _MARK}]
+        text = str(self.hf.apply_chat_template(chat, tokenize=False, add_generation_prompt=False))
+        after = text.split(_MARK, 1)[1] if _MARK in text else ""
+        ids = [int(t) for t in self.hf.encode(after, add_special_tokens=False)] if after else []
+        if ids and ids[0] in _special_ids(self.hf):
+            return ids[0], str(self.hf.decode(ids[:1], skip_special_tokens=False))
         return int(self.hf.eos_token_id), str(self.hf.eos_token)
 
 
 def server_chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Chat:
     """The messages as plain chat dicts for a chat template: tool calls written as Hermes
-    ``<tool_call>`` blocks in the assistant's text, tools described in the system prompt."""
-    chat: Chat = []
-    for m in messages:
-        if any(not isinstance(p, Text) for p in m.content):
-            raise ProviderError(
-                ErrorKind.UNSUPPORTED_MEDIA, "token-exact server calls take text only"
-            )
-        text = m.text
-        if m.role == "assistant" and m.tool_calls:
-            blocks = [
-                "<tool_call>\n"
-                + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
-                + "\n</tool_call>"
-                for c in m.tool_calls
-            ]
-            text = "\n".join([text, *blocks]).strip()
-        chat.append({"role": m.role, "content": text})
-    if tools:
-        described = tool_prompt(tools)
-        if chat and chat[0]["role"] == "system":
-            chat[0] = {"role": "system", "content": f"{chat[0]['content']}\n\n{described}"}
-        else:
-            chat.insert(0, {"role": "system", "content": described})
-    return chat
+    ``<tool_call>`` blocks in the assistant's text, tools described in the system prompt; media
+    refused (see :func:`~omnilab.models.token_media.media_chat` for a processor's pictures)."""
+    return media_chat(messages, tools).chat
 
 
 class TokenAdapter:
