@@ -56,3 +56,35 @@ class ChatMLTokenizer:
         return "".join(
             ("" if skip_special_tokens else SPECIAL[i]) if i < 1000 else chr(i - 1000) for i in ids
         )
+
+
+class PictureProcessor:
+    """A stand-in for a vision-language ``AutoProcessor``: the tokenizer's template writes one
+    ``<|image_pad|>`` per image block and a call expands each into one id per 32x32 pixels of
+    its picture (at least one), as Qwen2-VL's processor expands by the picture's grid."""
+
+    def __init__(self) -> None:
+        self.tokenizer = ChatMLTokenizer()
+        self.calls: list[tuple[str, list[Any]]] = []
+
+    def apply_chat_template(
+        self, chat: list[dict[str, Any]], *, tokenize: bool, add_generation_prompt: bool
+    ) -> str:
+        return self.tokenizer.apply_chat_template(
+            chat, tokenize=tokenize, add_generation_prompt=add_generation_prompt
+        )
+
+    def __call__(
+        self, *, text: list[str], images: list[Any], add_special_tokens: bool = True
+    ) -> dict[str, Any]:
+        self.calls.append((text[0], list(images)))
+        pictures = iter(images)
+        ids: list[int] = []
+        for t in self.tokenizer.encode(text[0], add_special_tokens=add_special_tokens):
+            if t == 3:
+                w, h = next(pictures).size
+                ids += [3] * max(1, (w // 32) * (h // 32))
+            else:
+                ids.append(t)
+        assert next(pictures, None) is None, "more pictures than placeholders"
+        return {"input_ids": [ids]}

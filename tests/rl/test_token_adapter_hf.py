@@ -6,6 +6,7 @@ the turn once: it is not left in the reply's text nor written a second time by t
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from hf_standin import ChatMLTokenizer
 
@@ -35,7 +36,7 @@ def test_a_sampled_end_of_turn_closes_the_turn_once() -> None:
     replies = [[*tok.encode(CALL, add_special_tokens=False), 2],
                [*tok.encode("It is 2.", add_special_tokens=False), 2]]  # fmt: skip
 
-    async def sample(ids: list[int], config: GenerateConfig) -> Sampled:
+    async def sample(ids: list[int], config: GenerateConfig, images: list[Any]) -> Sampled:
         prompts.append(ids)
         out = replies[len(prompts) - 1]
         return Sampled(out, [-0.5] * len(out), "stop")

@@ -19,13 +19,21 @@ from omnilab.models.capabilities import Capabilities
 from omnilab.models.parsing import postprocess
 from omnilab.models.token_media import media_chat
 from omnilab.models.token_trace import TokenTrace
-from omnilab.models.tokens import Chat, Sampled, TokenBackend, TokenLedger
+from omnilab.models.tokens import Chat, MediaTokenBackend, Sampled, TokenBackend, TokenLedger
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 
-__all__ = ["CallbackTokenAdapter", "HFTokenizer", "Sampler", "TokenAdapter", "server_chat"]
+__all__ = [
+    "CallbackTokenAdapter",
+    "HFProcessor",
+    "HFTokenizer",
+    "Sampler",
+    "TokenAdapter",
+    "server_chat",
+]
 
-Sampler = Callable[[list[int], GenerateConfig], Awaitable[Sampled]]
-"""Samples a continuation of prompt ids under a call's settings."""
+Sampler = Callable[[list[int], GenerateConfig, list[Any]], Awaitable[Sampled]]
+"""Samples a continuation of prompt ids under a call's settings, given the pictures the ids'
+placeholders stand for (empty for text)."""
 
 
 _MARK = "\x00omnilab-end-of-turn\x00"
@@ -50,11 +58,19 @@ class HFTokenizer:
         self.hf = tokenizer
         self.tokenizer = f"hf:{name or getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
         self._end: tuple[int, str] | None = None
+        self._template: Any = tokenizer
+        """What applies the chat template (a processor's may differ from its tokenizer's)."""
+
+    def _render(self, chat: Chat, generation: bool) -> str:
+        return str(
+            self._template.apply_chat_template(
+                chat, tokenize=False, add_generation_prompt=generation
+            )
+        )
 
     async def render(self, chat: Chat, *, generation: bool) -> tuple[str, bool]:
-        """The tokenizer's chat template applied to ``chat`` (it writes its own BOS)."""
-        text = self.hf.apply_chat_template(chat, tokenize=False, add_generation_prompt=generation)
-        return str(text), True
+        """The chat template applied to ``chat`` (it writes its own BOS)."""
+        return self._render(chat, generation), True
 
     async def encode(self, text: str, *, first: bool) -> list[int]:
         """Ids of ``text`` (special tokens in the text parsed as such)."""
@@ -72,12 +88,40 @@ class HFTokenizer:
 
     def _find_end(self) -> tuple[int, str]:
         chat = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _MARK}]
-        text = str(self.hf.apply_chat_template(chat, tokenize=False, add_generation_prompt=False))
+        text = self._render(chat, False)
         after = text.split(_MARK, 1)[1] if _MARK in text else ""
         ids = [int(t) for t in self.hf.encode(after, add_special_tokens=False)] if after else []
         if ids and ids[0] in _special_ids(self.hf):
             return ids[0], str(self.hf.decode(ids[:1], skip_special_tokens=False))
         return int(self.hf.eos_token_id), str(self.hf.eos_token)
+
+
+class HFProcessor(HFTokenizer):
+    """A Hugging Face multi-modal processor (an ``AutoProcessor``: chat template, tokenizer and
+    image processor, as verl's agent loops use it) as a
+    :class:`~omnilab.models.tokens.MediaTokenBackend`: its chat template writes a placeholder
+    for each image block and the processor expands it into the picture's ids, with
+    ``processor_kwargs`` (verl's ``data.mm_processor_kwargs``: ``max_pixels``, ...)."""
+
+    def __init__(
+        self,
+        processor: Any,
+        tokenizer: Any = None,
+        name: str | None = None,
+        processor_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(tokenizer if tokenizer is not None else processor.tokenizer, name)
+        self.processor = processor
+        self._template = processor
+        self.processor_kwargs = dict(processor_kwargs or {})
+
+    async def encode_media(self, text: str, images: Sequence[Any], *, first: bool) -> list[int]:
+        """Ids of ``text`` with each placeholder expanded for its picture by the processor."""
+        out = self.processor(
+            text=[text], images=list(images), add_special_tokens=first, **self.processor_kwargs
+        )
+        ids = out["input_ids"][0]
+        return [int(t) for t in (ids.tolist() if hasattr(ids, "tolist") else ids)]
 
 
 def server_chat(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Chat:
@@ -98,8 +142,11 @@ class TokenAdapter:
         self.backend = backend
         self.ledger = TokenLedger(backend)
 
-    async def sample(self, ids: list[int], config: GenerateConfig) -> Sampled:
-        """The ids sampled after ``ids`` with their logprobs."""
+    async def sample(
+        self, ids: list[int], config: GenerateConfig, images: Sequence[Any] = ()
+    ) -> Sampled:
+        """The ids sampled after ``ids`` (whose placeholders stand for ``images``) with their
+        logprobs."""
         raise NotImplementedError
 
     async def generate(
@@ -107,9 +154,11 @@ class TokenAdapter:
     ) -> ModelOutput:
         """One token-in/token-out call continuing the conversation's sequence."""
         offered = list(tools) if config.tool_choice != "none" else []
-        chat = server_chat(messages, offered)
-        prompt = await self.ledger.prompt(chat)
-        done = await self.sample(prompt.ids, config)
+        # Pictures only where the backend is a processor that takes them (else refused).
+        caps = self.capabilities if isinstance(self.backend, MediaTokenBackend) else None
+        asked = media_chat(messages, offered, caps)
+        prompt = await self.ledger.prompt(asked.chat, asked.pictures)
+        done = await self.sample(prompt.ids, config, prompt.images)
         ids = done.ids
         eot, _ = await self.backend.end_of_turn()
         closed = bool(ids) and ids[-1] == eot
@@ -125,7 +174,7 @@ class TokenAdapter:
         trace = TokenTrace.build(
             self.backend.tokenizer, prompt.ids, ids, done.logprobs, base_len=prompt.base_len
         )
-        answered = server_chat([*messages, output.message], offered)
+        answered = [*asked.chat, *media_chat([output.message], []).chat]
         self.ledger.remember(answered, [*prompt.ids, *ids], closed=closed)
         return output.model_copy(update={"tokens": trace})
 
@@ -133,12 +182,23 @@ class TokenAdapter:
 class CallbackTokenAdapter(TokenAdapter):
     """A token-exact adapter whose sampling is ``sampler`` (a trainer's inference server)."""
 
-    def __init__(self, backend: TokenBackend, sampler: Sampler, *, endpoint: str = "callback"):
+    def __init__(
+        self,
+        backend: TokenBackend,
+        sampler: Sampler,
+        *,
+        endpoint: str = "callback",
+        capabilities: Capabilities | None = None,
+    ) -> None:
         super().__init__(backend)
         self._sampler = sampler
-        self.capabilities = Capabilities()
+        # A processor's policy takes pictures (video as frames); a tokenizer's, text.
+        media = isinstance(backend, MediaTokenBackend)
+        self.capabilities = capabilities or Capabilities(image=media)
         self.endpoint = endpoint
 
-    async def sample(self, ids: list[int], config: GenerateConfig) -> Sampled:
+    async def sample(
+        self, ids: list[int], config: GenerateConfig, images: Sequence[Any] = ()
+    ) -> Sampled:
         """What ``sampler`` returns."""
-        return await self._sampler(ids, config)
+        return await self._sampler(ids, config, list(images))
