@@ -102,6 +102,8 @@ class OmnilabAgentLoop(AgentLoopBase):  # type: ignore[misc]
 
     agent = "tir"
     agent_options: dict[str, Any] = {}  # noqa: RUF012 -- read-only class default
+    tools: list[str] | None = None
+    """The tools offered (``None``: the agent's own)."""
 
     async def _sample(self, ids: list[int], params: dict[str, Any], images: list[Any]) -> Sampled:
         out = await self.server_manager.generate(
@@ -153,6 +155,7 @@ class OmnilabAgentLoop(AgentLoopBase):  # type: ignore[misc]
             agent=get_agent(self.agent, **self.agent_options),
             model=model,
             scorer=make_scorer(default_scorer(task.dataset)),
+            tools=list(self.tools) if self.tools is not None else None,
         )
         job = TaskJob(
             task=task,
