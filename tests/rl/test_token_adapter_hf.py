@@ -12,8 +12,9 @@ from hf_standin import ChatMLTokenizer
 
 from omnilab.models.model import Model
 from omnilab.models.token_adapter import CallbackTokenAdapter, HFTokenizer
+from omnilab.models.token_trace import digest
 from omnilab.models.tokens import Sampled
-from omnilab.models.types import GenerateConfig, Message, ToolSpec
+from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec
 
 ADD = ToolSpec(
     name="add",
@@ -41,16 +42,19 @@ def test_a_sampled_end_of_turn_closes_the_turn_once() -> None:
         out = replies[len(prompts) - 1]
         return Sampled(out, [-0.5] * len(out), "stop")
 
-    async def run() -> list[str]:
+    async def run() -> list[ModelOutput]:
         model = Model(CallbackTokenAdapter(HFTokenizer(tok), sample), name="verl:policy")
         msgs = [Message.user("1+1?")]
         first = await model.generate(msgs, tools=[ADD])
         msgs += [first.message, Message.tool(first.tool_calls[0].id, "2")]
-        second = await model.generate(msgs, tools=[ADD])
-        return [first.text, second.text, first.tool_calls[0].name]
+        return [first, await model.generate(msgs, tools=[ADD])]
 
-    first, second, name = asyncio.run(run())
-    assert (first, second, name) == ("", "It is 2.", "add")
+    first, second = asyncio.run(run())
+    assert (first.text, second.text, first.tool_calls[0].name) == ("", "It is 2.", "add")
+    # The second trace names the first call's whole sequence as its base (the digest the
+    # ledger kept, equal to the digest of the base's ids).
+    assert first.tokens is not None and second.tokens is not None
+    assert second.tokens.base == first.tokens.sequence == digest(prompts[0] + replies[0])
     rest = prompts[1][len(prompts[0]) + len(replies[0]) :]
     assert tok.decode(rest) == "\n<|im_start|>tool\n2<|im_end|>\n<|im_start|>assistant\n"
     assert prompts[1][: len(prompts[0]) + len(replies[0])] == prompts[0] + replies[0]

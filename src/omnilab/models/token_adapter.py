@@ -141,6 +141,7 @@ class TokenAdapter:
     def __init__(self, backend: TokenBackend) -> None:
         self.backend = backend
         self.ledger = TokenLedger(backend)
+        self._media = isinstance(backend, MediaTokenBackend)  # a protocol check: costly, once
 
     async def sample(
         self, ids: list[int], config: GenerateConfig, images: Sequence[Any] = ()
@@ -155,7 +156,7 @@ class TokenAdapter:
         """One token-in/token-out call continuing the conversation's sequence."""
         offered = list(tools) if config.tool_choice != "none" else []
         # Pictures only where the backend is a processor that takes them (else refused).
-        caps = self.capabilities if isinstance(self.backend, MediaTokenBackend) else None
+        caps = self.capabilities if self._media else None
         asked = media_chat(messages, offered, caps)
         prompt = await self.ledger.prompt(asked.chat, asked.pictures)
         done = await self.sample(prompt.ids, config, prompt.images)
@@ -172,10 +173,16 @@ class TokenAdapter:
         # remembered here (the Model's own pass finds nothing more to do).
         output = postprocess(raw, offered, keep_think=config.keep_think)
         trace = TokenTrace.build(
-            self.backend.tokenizer, prompt.ids, ids, done.logprobs, base_len=prompt.base_len
+            self.backend.tokenizer,
+            prompt.ids,
+            ids,
+            done.logprobs,
+            base_len=prompt.base_len,
+            base_digest=prompt.base_digest,
         )
         answered = [*asked.chat, *media_chat([output.message], []).chat]
-        self.ledger.remember(answered, [*prompt.ids, *ids], closed=closed)
+        sequence = [*prompt.ids, *ids]
+        self.ledger.remember(answered, sequence, closed=closed, digest=trace.sequence)
         return output.model_copy(update={"tokens": trace})
 
 

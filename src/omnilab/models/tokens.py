@@ -110,6 +110,8 @@ class TokenPrompt:
     ids: list[int]
     base_len: int
     images: list[Any] = field(default_factory=list)
+    base_digest: str | None = None
+    """The :func:`~omnilab.models.token_trace.digest` of the base, when the ledger knows it."""
 
 
 def _key(chat: Chat) -> str:
@@ -123,7 +125,7 @@ class TokenLedger:
     def __init__(self, backend: TokenBackend, *, limit: int = 2048) -> None:
         self.backend = backend
         self._limit = limit
-        self._seen: OrderedDict[str, tuple[array[int], bool]] = OrderedDict()
+        self._seen: OrderedDict[str, tuple[array[int], bool, str | None]] = OrderedDict()
 
     async def prompt(self, chat: Chat, pictures: Mapping[str, Any] | None = None) -> TokenPrompt:
         """The prompt ids of ``chat``: the longest earlier conversation it continues, then the
@@ -141,7 +143,7 @@ class TokenLedger:
                 base = list(found[0])
                 new = images[len(images) - len(chat_images(chat[cut:])) :]
                 ids = await self._encode(tail, new, first=False)
-                return TokenPrompt([*base, *ids], len(base), images)
+                return TokenPrompt([*base, *ids], len(base), images, found[2])
             break
         text, special = await self.backend.render(chat, generation=True)
         return TokenPrompt(await self._encode(text, images, first=not special), 0, images)
@@ -176,14 +178,18 @@ class TokenLedger:
             close = close[len(eot_text) :]
         return close + after[len(before) :]
 
-    def remember(self, chat: Chat, sequence: Sequence[int], *, closed: bool) -> None:
-        """Record that the answer ending ``chat`` (its last message) completes ``sequence``;
+    def remember(
+        self, chat: Chat, sequence: Sequence[int], *, closed: bool, digest: str | None = None
+    ) -> None:
+        """Record that the answer ending ``chat`` (its last message) completes ``sequence``
+        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known);
         ``closed``: the model sampled the end-of-turn token itself (else the template's end of
         the turn is template tokens)."""
         if not chat or chat[-1].get("role") != "assistant":
             return
-        self._seen[_key(chat)] = (array("I", sequence), closed)
-        self._seen.move_to_end(_key(chat))
+        key = _key(chat)
+        self._seen[key] = (array("I", sequence), closed, digest)
+        self._seen.move_to_end(key)
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)
 
