@@ -5,13 +5,15 @@ Two backends, each measured both ways on the same tasks: the embedded model (``-
 plain path answers ``/chat/completions`` and whose token-exact path answers ``/completions`` with
 vLLM's fields (``token_ids``, ``logprobs.token_logprobs``) for a token-id prompt, the same reply
 text both ways. The fake server's policy tokenizer is a one-id-per-character ChatML stand-in (no
-transformers needed), so that row measures omnilab's own client-side work (template, ledger,
-HTTP, trajectory ids), not a real tokenizer's; the server's threads are in this process, so their
-CPU counts on both paths alike.
+transformers needed; it converts through ``utf-32`` arrays, at C speed as a real tokenizer runs),
+so that row measures omnilab's own client-side work (template, ledger, HTTP, trajectory ids), not
+a tokenizer's; the server's threads are in this process and read the request bodies without
+parsing them (a real server's JSON parsing is not the client's CPU), alike on both paths.
 
-Both paths run the same generated tasks with the same agent, model, budgets and seeds, one after
-the other in one process (each path runs once unmeasured first, to load its model into the
-worker). The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
+Both paths run the same generated tasks with the same agent, model, budgets and seeds in one
+process: each path runs once unmeasured first (to load its model into the worker), then
+``--rounds`` measured rounds of each, interleaved; the table shows each path's round of median
+CPU per rollout. The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
 empty replies), so besides CPU per rollout the table gives CPU per model call and per generated
 token, the fair comparison: ``omnilab.bench.runner.evaluate`` with the plain embedded model, then
 ``omnilab.rl.rollout`` through its token-exact twin. CPU seconds count this process and the

@@ -6,7 +6,9 @@ adapter (:mod:`~omnilab.models.providers.server_tokens`) and of trainers' own in
 (tools described in the system prompt, calls written and read back as Hermes ``<tool_call>``
 blocks), keeps it one growing sequence with a :class:`~omnilab.models.tokens.TokenLedger`, and
 asks :meth:`TokenAdapter.sample` for the ids; :class:`HFTokenizer` is a Hugging Face tokenizer as a
-backend. Text only: media parts are refused.
+backend (text only: media parts are refused), :class:`HFProcessor` a multi-modal processor (pictures
+and video frames, see :mod:`~omnilab.models.token_media`), whose pictures the sampler gets beside
+the ids.
 """
 
 from __future__ import annotations

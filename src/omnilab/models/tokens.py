@@ -133,6 +133,8 @@ class TokenLedger:
         what the chat's image blocks name (needs a :class:`MediaTokenBackend`)."""
         images = [(pictures or {})[k] for k in chat_images(chat)]
         for cut in range(len(chat) - 1, 0, -1):
+            if chat[cut - 1].get("role") != "assistant":
+                continue  # only chats an answer ends are remembered: no key to look up
             key = _key(chat[:cut])
             found = self._seen.get(key)
             if found is None:
