@@ -40,7 +40,7 @@ import time
 from array import array
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omnilab.agents.base import Budgets
 from omnilab.bench.run_dir import RunDir
@@ -126,13 +126,28 @@ def _counts(run: Path) -> tuple[int, int, int]:
     return len(results), calls, sum(r.usage.completion_tokens for r in results)
 
 
-async def _measure(run: Callable[[], Awaitable[Path]]) -> tuple[float, float, tuple[int, int, int]]:
-    wall, cpu = time.perf_counter(), _cpu()
+class Round(NamedTuple):
+    """One measured run of one path."""
+
+    wall: float
+    cpu: float
+    """CPU seconds of this process (all threads) and the llama.cpp worker."""
+    client: float
+    """CPU seconds of this process's main thread alone: the client's work (the fake server's
+    threads and the worker not counted)."""
+    counts: tuple[int, int, int]
+    """Rollouts, model calls and completion tokens."""
+
+
+async def _measure(run: Callable[[], Awaitable[Path]]) -> Round:
+    wall, cpu, client = time.perf_counter(), _cpu(), time.thread_time()
     folder = await run()
-    return time.perf_counter() - wall, _cpu() - cpu, _counts(folder)
+    return Round(
+        time.perf_counter() - wall, _cpu() - cpu, time.thread_time() - client, _counts(folder)
+    )
 
 
-Figures = dict[str, tuple[float, float, tuple[int, int, int]]]
+Figures = dict[str, Round]
 
 
 async def _compare(
@@ -174,21 +189,16 @@ async def _compare(
 
     await plain()  # load each model once before measuring
     await exact()
-    rounds: dict[str, list[tuple[float, float, tuple[int, int, int]]]] = {
-        "plain eval": [],
-        "token-exact": [],
-    }
+    rounds: dict[str, list[Round]] = {"plain eval": [], "token-exact": []}
     for _ in range(args.rounds):  # interleaved, so drifts of the machine hit both paths alike
         rounds["plain eval"].append(await _measure(plain))
         rounds["token-exact"].append(await _measure(exact))
     return {path: _median(found) for path, found in rounds.items()}
 
 
-def _median(
-    found: list[tuple[float, float, tuple[int, int, int]]],
-) -> tuple[float, float, tuple[int, int, int]]:
+def _median(found: list[Round]) -> Round:
     """The round of median CPU per rollout."""
-    ordered = sorted(found, key=lambda r: r[1] / max(r[2][0], 1))
+    ordered = sorted(found, key=lambda r: r.cpu / max(r.counts[0], 1))
     return ordered[len(ordered) // 2]
 
 
@@ -228,20 +238,25 @@ async def main() -> None:
     print(f"{args.tasks} tasks, tir, 1 turn; samples per task: {args.samples} embedded, "
           f"{args.fake_samples} fake server; median of {args.rounds} interleaved rounds")  # fmt: skip
     print(f"{'backend':<14} {'path':<12} {'rollouts':>8} {'per s':>8} {'CPU ms/rollout':>15} "
-          f"{'CPU ms/call':>12} {'CPU ms/token':>13}")  # fmt: skip
+          f"{'CPU ms/call':>12} {'CPU ms/token':>13} {'client ms/rollout':>18}")  # fmt: skip
     for backend, figures in table.items():
-        per_token = {}
-        for name, (wall, cpu, (done, calls, tokens)) in figures.items():
+        per_token, per_rollout, client = {}, {}, {}
+        for name, (wall, cpu, own, (done, calls, tokens)) in figures.items():
             per_token[name] = cpu / max(tokens, 1)
+            per_rollout[name] = cpu / max(done, 1)
+            client[name] = own / max(done, 1)
             print(f"{backend:<14} {name:<12} {done:>8} {done / wall:>8.2f} "
-                  f"{1000 * cpu / max(done, 1):>15.3f} {1000 * cpu / max(calls, 1):>12.3f} "
-                  f"{1000 * per_token[name]:>13.3f}")  # fmt: skip
-        overhead = 100 * (per_token["token-exact"] / per_token["plain eval"] - 1)
-        rollout_cpu = [figures[p][1] / max(figures[p][2][0], 1) for p in figures]
+                  f"{1000 * per_rollout[name]:>15.3f} {1000 * cpu / max(calls, 1):>12.3f} "
+                  f"{1000 * per_token[name]:>13.3f} {1000 * client[name]:>18.3f}")  # fmt: skip
+
+        def more(by: dict[str, float]) -> float:
+            return 100 * (by["token-exact"] / by["plain eval"] - 1)
+
         print(
-            f"{backend}: token-exact CPU overhead per generated token {overhead:+.1f} %, "
-            f"per rollout {100 * (rollout_cpu[1] / rollout_cpu[0] - 1):+.1f} % "
-            "(target <= 10 %)"
+            f"{backend}: token-exact CPU overhead per generated token {more(per_token):+.1f} %, "
+            f"per rollout {more(per_rollout):+.1f} % (target <= 10 %); the client's main "
+            f"thread: {1000 * (client['token-exact'] - client['plain eval']):+.3f} ms per rollout "
+            f"({more(client):+.1f} %)"
         )
 
 
