@@ -84,9 +84,11 @@ def test_a_video_goes_as_frames_and_text_only_tokenizers_refuse_media(
     assert message["content"][1]["text"].startswith("[video video.mp4, 0.0-4.0 s: 3 frames]")
     keys = chat_images(asked.chat)
     assert len(asked.images()) == 3 and all(max(p.size) <= 64 for p in asked.images())
-    assert len(set(keys)) == 3 and keys == chat_images(
-        media_chat([Message.user("Watch.", Video(path=video))], [], caps).chat
-    )  # the same picture, the same key: the ledger finds the conversation again
+    again = media_chat([Message.user("Watch.", Video(path=video))], [], caps)
+    # The same picture, the same key (the ledger finds the conversation again), and the picture
+    # decoded once for the calls of a conversation.
+    assert len(set(keys)) == 3 and keys == chat_images(again.chat)
+    assert all(a is b for a, b in zip(asked.images(), again.images(), strict=True))
     tokenizer_only = CallbackTokenAdapter(HFTokenizer(PictureProcessor().tokenizer), Policy(None))
     with pytest.raises(ProviderError, match="media only with a multi-modal processor"):
         asyncio.run(

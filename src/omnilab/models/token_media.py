@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,30 +57,41 @@ class MediaChat:
         return [self.pictures[k] for k in chat_images(self.chat if chat is None else chat)]
 
 
-def _picture(image: Any, caps: Capabilities) -> tuple[str, Any]:
-    from omnilab.media.image import resize
+_RECENT: OrderedDict[str, Any] = OrderedDict()
+"""The last pictures made, by key: a conversation sends the same pictures on every call."""
+_KEEP = 16
 
-    picture = resize(image.convert("RGB"), caps.max_image_edge)
-    digest = hashlib.sha256(
-        json.dumps([picture.size, picture.mode]).encode() + picture.tobytes()
-    ).hexdigest()[:32]
-    return f"omnilab-image:{digest}", picture
+
+def _picture(data: bytes, box: Any, caps: Capabilities, name: str) -> tuple[str, Any]:
+    """The key and the picture (RGB, cropped to ``box``, shrunk to ``max_image_edge``) of an
+    image file's bytes; the key names the bytes and the options, so the same picture gives the
+    same key on every call without hashing its pixels."""
+    from omnilab.media.image import crop, resize
+
+    key = (
+        "omnilab-image:"
+        + hashlib.sha256(data + json.dumps([box, caps.max_image_edge]).encode()).hexdigest()[:32]
+    )
+    picture = _RECENT.get(key)
+    if picture is None:
+        # A picture sandboxed code wrote may be a decompression bomb: refused on its header.
+        with _wsread.open_image(data, name=name) as opened:
+            picture = opened.convert("RGB")
+        if box is not None:
+            picture = crop(picture, box, name=name)
+        picture = resize(picture, caps.max_image_edge)
+        _RECENT[key] = picture
+        while len(_RECENT) > _KEEP:
+            _RECENT.popitem(last=False)
+    _RECENT.move_to_end(key)
+    return key, picture
 
 
 def _image(part: Image, caps: Capabilities) -> tuple[str, Any]:
-    from omnilab.media.image import crop
-
-    # A picture sandboxed code wrote may be a decompression bomb: refused on its header.
-    with _wsread.open_image(part.read_bytes(), name=part.name) as opened:
-        picture = opened.convert("RGB")
-    if part.box is not None:
-        picture = crop(picture, part.box, name=part.name)
-    return _picture(picture, caps)
+    return _picture(part.read_bytes(), part.box, caps, part.name)
 
 
 def _frames(part: Video, caps: Capabilities) -> list[tuple[str, Any] | str]:
-    from PIL import Image as PILImage
-
     from omnilab.media.prepared import jpeg_frames_at
     from omnilab.media.probe import probe
 
@@ -96,8 +108,8 @@ def _frames(part: Video, caps: Capabilities) -> list[tuple[str, Any] | str]:
         f"[video {part.name}, {start:.1f}-{end:.1f} s: {len(frames)} frames]"
     ]
     for frame in frames:
-        with PILImage.open(frame.path) as opened:
-            out += [f"[{frame.timestamp:.2f} s]", _picture(opened, caps)]
+        data = _wsread.read_bytes(frame.path)
+        out += [f"[{frame.timestamp:.2f} s]", _picture(data, None, caps, frame.path.name)]
     return out
 
 
