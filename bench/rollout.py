@@ -5,13 +5,15 @@ Two backends, each measured both ways on the same tasks: the embedded model (``-
 plain path answers ``/chat/completions`` and whose token-exact path answers ``/completions`` with
 vLLM's fields (``token_ids``, ``logprobs.token_logprobs``) for a token-id prompt, the same reply
 text both ways. The fake server's policy tokenizer is a one-id-per-character ChatML stand-in (no
-transformers needed), so that row measures omnilab's own client-side work (template, ledger,
-HTTP, trajectory ids), not a real tokenizer's; the server's threads are in this process, so their
-CPU counts on both paths alike.
+transformers needed; it converts through ``utf-32`` arrays, at C speed as a real tokenizer runs),
+so that row measures omnilab's own client-side work (template, ledger, HTTP, trajectory ids), not
+a tokenizer's; the server's threads are in this process and read the request bodies without
+parsing them (a real server's JSON parsing is not the client's CPU), alike on both paths.
 
-Both paths run the same generated tasks with the same agent, model, budgets and seeds, one after
-the other in one process (each path runs once unmeasured first, to load its model into the
-worker). The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
+Both paths run the same generated tasks with the same agent, model, budgets and seeds in one
+process: each path runs once unmeasured first (to load its model into the worker), then
+``--rounds`` measured rounds of each, interleaved; the table shows each path's round of median
+CPU per rollout. The agents' answers differ between the paths (a 135M model sampling at 0.7 may loop on
 empty replies), so besides CPU per rollout the table gives CPU per model call and per generated
 token, the fair comparison: ``omnilab.bench.runner.evaluate`` with the plain embedded model, then
 ``omnilab.rl.rollout`` through its token-exact twin. CPU seconds count this process and the
@@ -23,7 +25,7 @@ in the trajectory. The target is <= 10 % more CPU (per generated token, with thi
 Usage::
 
     python bench/rollout.py [--tasks 4] [--samples 2] [--max-tokens 32] [--model local:smollm2]
-                            [--backends embedded,fake]
+                            [--backends embedded,fake] [--rounds 5] [--fake-samples 25]
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
+from array import array
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from omnilab.agents.base import Budgets
 from omnilab.bench.run_dir import RunDir
@@ -47,6 +51,7 @@ from omnilab.models.providers import local_runtime
 from omnilab.rl import rollout
 
 _TICK = os.sysconf("SC_CLK_TCK")
+_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 _REPLY = "The sum is <answer>4</answer>."
 """What the fake server answers every call with, on both paths."""
 
@@ -61,10 +66,11 @@ class CharChatML:
         return text + ("<|assistant|>" if generation else ""), False
 
     async def encode(self, text: str, *, first: bool) -> list[int]:
-        return [ord(c) for c in text]
+        # At C speed, as a real (Rust) tokenizer runs: the row measures omnilab's own work.
+        return array("I", text.encode(_UTF32)).tolist()
 
     async def decode(self, ids: list[int]) -> str:
-        return "".join(chr(i) for i in ids)
+        return array("I", ids).tobytes().decode(_UTF32)
 
     async def end_of_turn(self) -> tuple[int, str]:
         return ord("|"), "|"
@@ -79,11 +85,9 @@ class TokenServer(FakeOpenAIServer):
         if request.path.endswith("/chat/completions"):
             return reply_text(_REPLY, completion_tokens=len(_REPLY))
         ids = [ord(c) for c in _REPLY + "|"]
-        prompt = request.body.get("prompt") if isinstance(request.body, dict) else None
         choice = {"index": 0, "text": _REPLY + "|", "finish_reason": "stop", "token_ids": ids,
                   "logprobs": {"token_logprobs": [-0.25] * len(ids)}}  # fmt: skip
-        usage = {"prompt_tokens": len(prompt or []), "completion_tokens": len(ids),
-                 "total_tokens": len(prompt or []) + len(ids)}  # fmt: skip
+        usage = {"prompt_tokens": 10, "completion_tokens": len(ids), "total_tokens": 10 + len(ids)}
         return FakeReply(body={"id": "cmpl-fake", "object": "text_completion", "model": "fake",
                                "choices": [choice], "usage": usage})  # fmt: skip
 
@@ -122,13 +126,28 @@ def _counts(run: Path) -> tuple[int, int, int]:
     return len(results), calls, sum(r.usage.completion_tokens for r in results)
 
 
-async def _measure(run: Callable[[], Awaitable[Path]]) -> tuple[float, float, tuple[int, int, int]]:
-    wall, cpu = time.perf_counter(), _cpu()
+class Round(NamedTuple):
+    """One measured run of one path."""
+
+    wall: float
+    cpu: float
+    """CPU seconds of this process (all threads) and the llama.cpp worker."""
+    client: float
+    """CPU seconds of this process's main thread alone: the client's work (the fake server's
+    threads and the worker not counted)."""
+    counts: tuple[int, int, int]
+    """Rollouts, model calls and completion tokens."""
+
+
+async def _measure(run: Callable[[], Awaitable[Path]]) -> Round:
+    wall, cpu, client = time.perf_counter(), _cpu(), time.thread_time()
     folder = await run()
-    return time.perf_counter() - wall, _cpu() - cpu, _counts(folder)
+    return Round(
+        time.perf_counter() - wall, _cpu() - cpu, time.thread_time() - client, _counts(folder)
+    )
 
 
-Figures = dict[str, tuple[float, float, tuple[int, int, int]]]
+Figures = dict[str, Round]
 
 
 async def _compare(
@@ -170,7 +189,17 @@ async def _compare(
 
     await plain()  # load each model once before measuring
     await exact()
-    return {"plain eval": await _measure(plain), "token-exact": await _measure(exact)}
+    rounds: dict[str, list[Round]] = {"plain eval": [], "token-exact": []}
+    for _ in range(args.rounds):  # interleaved, so drifts of the machine hit both paths alike
+        rounds["plain eval"].append(await _measure(plain))
+        rounds["token-exact"].append(await _measure(exact))
+    return {path: _median(found) for path, found in rounds.items()}
+
+
+def _median(found: list[Round]) -> Round:
+    """The round of median CPU per rollout."""
+    ordered = sorted(found, key=lambda r: r.cpu / max(r.counts[0], 1))
+    return ordered[len(ordered) // 2]
 
 
 async def main() -> None:
@@ -182,6 +211,10 @@ async def main() -> None:
     parser.add_argument("--model", default="local:smollm2", help="the embedded backend's model")
     parser.add_argument("--backends", default="embedded,fake", help="embedded, fake or both")
     parser.add_argument(
+        "--rounds", type=int, default=5,
+        help="measured rounds of each path, interleaved; the table shows the median round",
+    )  # fmt: skip
+    parser.add_argument(
         "--fake-samples", type=int, default=25,
         help="samples per task on the fake server (its calls take ms: more for stable CPU figures)",
     )  # fmt: skip
@@ -189,33 +222,41 @@ async def main() -> None:
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not backends or set(backends) - {"embedded", "fake"}:
         parser.error("--backends takes embedded, fake or embedded,fake")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     root = Path(tempfile.mkdtemp(prefix="bench-rollout-"))
     data = _tasks(root, args.tasks)
     table: dict[str, Figures] = {}
     if "embedded" in backends:
         table[args.model] = await _compare(args.model, data, root / "embedded", args, args.samples)
     if "fake" in backends:
-        with TokenServer(keep_bodies=True) as server:
+        # Bodies are read, not parsed: a real server's parsing is not the client's CPU.
+        with TokenServer(keep_bodies=False) as server:
             name = f"vllm:fake@{server.base_url}"
             fake = await _compare(name, data, root / "fake", args, args.fake_samples, CharChatML())
             table["fake server"] = fake
     print(f"{args.tasks} tasks, tir, 1 turn; samples per task: {args.samples} embedded, "
-          f"{args.fake_samples} fake server")  # fmt: skip
-    print(f"{'backend':<14} {'path':<12} {'rollouts':>8} {'per s':>8} {'CPU s/rollout':>14} "
-          f"{'CPU s/call':>11} {'CPU ms/token':>13}")  # fmt: skip
+          f"{args.fake_samples} fake server; median of {args.rounds} interleaved rounds")  # fmt: skip
+    print(f"{'backend':<14} {'path':<12} {'rollouts':>8} {'per s':>8} {'CPU ms/rollout':>15} "
+          f"{'CPU ms/call':>12} {'CPU ms/token':>13} {'client ms/rollout':>18}")  # fmt: skip
     for backend, figures in table.items():
-        per_token = {}
-        for name, (wall, cpu, (done, calls, tokens)) in figures.items():
+        per_token, per_rollout, client = {}, {}, {}
+        for name, (wall, cpu, own, (done, calls, tokens)) in figures.items():
             per_token[name] = cpu / max(tokens, 1)
+            per_rollout[name] = cpu / max(done, 1)
+            client[name] = own / max(done, 1)
             print(f"{backend:<14} {name:<12} {done:>8} {done / wall:>8.2f} "
-                  f"{cpu / max(done, 1):>14.3f} {cpu / max(calls, 1):>11.3f} "
-                  f"{1000 * per_token[name]:>13.2f}")  # fmt: skip
-        overhead = 100 * (per_token["token-exact"] / per_token["plain eval"] - 1)
-        rollout_cpu = [figures[p][1] / max(figures[p][2][0], 1) for p in figures]
+                  f"{1000 * per_rollout[name]:>15.3f} {1000 * cpu / max(calls, 1):>12.3f} "
+                  f"{1000 * per_token[name]:>13.3f} {1000 * client[name]:>18.3f}")  # fmt: skip
+
+        def more(by: dict[str, float]) -> float:
+            return 100 * (by["token-exact"] / by["plain eval"] - 1)
+
         print(
-            f"{backend}: token-exact CPU overhead per generated token {overhead:+.1f} %, "
-            f"per rollout {100 * (rollout_cpu[1] / rollout_cpu[0] - 1):+.1f} % "
-            "(target <= 10 %)"
+            f"{backend}: token-exact CPU overhead per generated token {more(per_token):+.1f} %, "
+            f"per rollout {more(per_rollout):+.1f} % (target <= 10 %); the client's main "
+            f"thread: {1000 * (client['token-exact'] - client['plain eval']):+.3f} ms per rollout "
+            f"({more(client):+.1f} %)"
         )
 
 

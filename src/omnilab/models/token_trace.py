@@ -43,7 +43,7 @@ def pack_ids(ids: Sequence[int]) -> str:
 
 def unpack_ids(text: str) -> list[int]:
     """The ids :func:`pack_ids` packed."""
-    return [int(v) for v in _from_little("I", base64.b64decode(text))]
+    return _from_little("I", base64.b64decode(text)).tolist()  # type: ignore[return-value]
 
 
 def pack_floats(values: Sequence[float]) -> str:
@@ -53,7 +53,7 @@ def pack_floats(values: Sequence[float]) -> str:
 
 def unpack_floats(text: str) -> list[float]:
     """The floats :func:`pack_floats` packed."""
-    return [float(v) for v in _from_little("f", base64.b64decode(text))]
+    return _from_little("f", base64.b64decode(text)).tolist()  # type: ignore[return-value]
 
 
 def digest(ids: Sequence[int]) -> str:
@@ -92,14 +92,18 @@ class TokenTrace(BaseModel):
         logprobs: Sequence[float],
         *,
         base_len: int = 0,
+        base_digest: str | None = None,
     ) -> TokenTrace:
         """The trace of a call whose whole prompt is ``prompt``; its first ``base_len`` ids
-        are stored by reference (they must be an earlier call's sequence)."""
+        are stored by reference (they must be an earlier call's sequence, whose :func:`digest`
+        is ``base_digest`` when the caller knows it already)."""
         if len(ids) != len(logprobs):
             raise ValueError(f"{len(ids)} sampled ids but {len(logprobs)} logprobs")
+        if base_len and base_digest is None:
+            base_digest = digest(prompt[:base_len])
         return cls(
             tokenizer=tokenizer,
-            base=digest(prompt[:base_len]) if base_len else None,
+            base=base_digest if base_len else None,
             base_len=base_len,
             prompt=pack_ids(prompt[base_len:]),
             ids=pack_ids(ids),

@@ -25,14 +25,22 @@ import importlib
 import json
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
-from omnilab.models.errors import ModelConfigError
+from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.model import Model
+from omnilab.models.token_media import chat_images
 
-__all__ = ["Sampled", "TokenBackend", "TokenLedger", "TokenPrompt", "token_exact"]
+__all__ = [
+    "MediaTokenBackend",
+    "Sampled",
+    "TokenBackend",
+    "TokenLedger",
+    "TokenPrompt",
+    "token_exact",
+]
 
 Chat = list[dict[str, Any]]
 
@@ -83,13 +91,27 @@ class Sampled:
     finish_reason: str
 
 
+@runtime_checkable
+class MediaTokenBackend(TokenBackend, Protocol):
+    """A backend that also takes pictures (a vision-language processor): the chat's image
+    blocks (see :mod:`omnilab.models.token_media`) render as placeholders, which
+    :meth:`encode_media` expands given the pictures."""
+
+    async def encode_media(self, text: str, images: Sequence[Any], *, first: bool) -> list[int]:
+        """Token ids of ``text`` whose placeholders stand for ``images`` (in order)."""
+        ...
+
+
 @dataclass(frozen=True)
 class TokenPrompt:
     """The ids to send for one call: ``ids`` whole, of which the first ``base_len`` are an
-    earlier call's sequence."""
+    earlier call's sequence; ``images``: the pictures the ids' placeholders stand for."""
 
     ids: list[int]
     base_len: int
+    images: list[Any] = field(default_factory=list)
+    base_digest: str | None = None
+    """The :func:`~omnilab.models.token_trace.digest` of the base, when the ledger knows it."""
 
 
 def _key(chat: Chat) -> str:
@@ -103,25 +125,41 @@ class TokenLedger:
     def __init__(self, backend: TokenBackend, *, limit: int = 2048) -> None:
         self.backend = backend
         self._limit = limit
-        self._seen: OrderedDict[str, tuple[array[int], bool]] = OrderedDict()
+        self._seen: OrderedDict[str, tuple[array[int], bool, str | None]] = OrderedDict()
 
-    async def prompt(self, chat: Chat) -> TokenPrompt:
+    async def prompt(self, chat: Chat, pictures: Mapping[str, Any] | None = None) -> TokenPrompt:
         """The prompt ids of ``chat``: the longest earlier conversation it continues, then the
-        new messages' template text tokenized; else the whole chat tokenized."""
+        new messages' template text tokenized; else the whole chat tokenized. ``pictures``:
+        what the chat's image blocks name (needs a :class:`MediaTokenBackend`)."""
+        images = [(pictures or {})[k] for k in chat_images(chat)]
         for cut in range(len(chat) - 1, 0, -1):
-            found = self._seen.get(_key(chat[:cut]))
+            if chat[cut - 1].get("role") != "assistant":
+                continue  # only chats an answer ends are remembered: no key to look up
+            key = _key(chat[:cut])
+            found = self._seen.get(key)
             if found is None:
                 continue
-            self._seen.move_to_end(_key(chat[:cut]))
+            self._seen.move_to_end(key)
             tail = await self._continuation(chat, cut, found[1])
             if tail is not None:
                 base = list(found[0])
-                return TokenPrompt(
-                    [*base, *await self.backend.encode(tail, first=False)], len(base)
-                )
+                new = images[len(images) - len(chat_images(chat[cut:])) :]
+                ids = await self._encode(tail, new, first=False)
+                return TokenPrompt([*base, *ids], len(base), images, found[2])
             break
         text, special = await self.backend.render(chat, generation=True)
-        return TokenPrompt(await self.backend.encode(text, first=not special), 0)
+        return TokenPrompt(await self._encode(text, images, first=not special), 0, images)
+
+    async def _encode(self, text: str, images: list[Any], *, first: bool) -> list[int]:
+        if not images:
+            return await self.backend.encode(text, first=first)
+        if not isinstance(self.backend, MediaTokenBackend):
+            raise ProviderError(
+                ErrorKind.UNSUPPORTED_MEDIA,
+                f"the tokenizer {self.backend.tokenizer} takes text only (pictures need a "
+                "multi-modal processor)",
+            )
+        return await self.backend.encode_media(text, images, first=first)
 
     async def _continuation(self, chat: Chat, cut: int, closed: bool) -> str | None:
         # The text after the sampled answer: the template's end of that turn (less the
@@ -142,14 +180,18 @@ class TokenLedger:
             close = close[len(eot_text) :]
         return close + after[len(before) :]
 
-    def remember(self, chat: Chat, sequence: Sequence[int], *, closed: bool) -> None:
-        """Record that the answer ending ``chat`` (its last message) completes ``sequence``;
+    def remember(
+        self, chat: Chat, sequence: Sequence[int], *, closed: bool, digest: str | None = None
+    ) -> None:
+        """Record that the answer ending ``chat`` (its last message) completes ``sequence``
+        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known);
         ``closed``: the model sampled the end-of-turn token itself (else the template's end of
         the turn is template tokens)."""
         if not chat or chat[-1].get("role") != "assistant":
             return
-        self._seen[_key(chat)] = (array("I", sequence), closed)
-        self._seen.move_to_end(_key(chat))
+        key = _key(chat)
+        self._seen[key] = (array("I", sequence), closed, digest)
+        self._seen.move_to_end(key)
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)
 

@@ -26,8 +26,8 @@ from omnilab.models.model import Model
 from omnilab.models.registry import get_model
 from omnilab.models.token_trace import pack_floats, pack_ids, unpack_floats, unpack_ids
 from omnilab.models.tokens import token_exact
-from omnilab.rl.sequences import TokenSequence, sequences
-from omnilab.trajectory.store import read_trajectory
+from omnilab.rl.sequences import TokenSequence, linked
+from omnilab.trajectory.token_calls import read_token_calls
 
 __all__ = ["Rollout", "rollout", "rollouts_of_run"]
 
@@ -129,7 +129,7 @@ def rollouts_of_run(run_dir: str | Path) -> list[Rollout]:
         path = run.trajectory_file(result.task_id, result.sample)
         if not path.is_file():
             continue
-        found = sequences(read_trajectory(path).model_calls)
+        found = linked(read_token_calls(path))
         out += [_rollout(result, path, k, seq) for k, seq in enumerate(found)]
     return out
 

@@ -9,13 +9,13 @@ call (a purged or rewritten context, another role's context) starts a sequence o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from omnilab.models.events import ModelCallEvent
 from omnilab.models.token_trace import TokenTrace
 
-__all__ = ["TokenSequence", "TrajectoryTokenError", "sequences"]
+__all__ = ["TokenSequence", "TrajectoryTokenError", "linked", "sequences"]
 
 
 class TrajectoryTokenError(ValueError):
@@ -75,16 +75,23 @@ class TokenSequence:
 def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
     """The sequences of ``calls`` (in order), one per conversation; calls without a token
     trace (plain or failed calls) are skipped."""
+    return linked(
+        (call.id, call.output.tokens)
+        for call in calls
+        if call.output is not None and call.output.tokens is not None
+    )
+
+
+def linked(traces: Iterable[tuple[str, TokenTrace]]) -> list[TokenSequence]:
+    """The sequences of ``(call id, trace)`` pairs in call order (what
+    :func:`~omnilab.trajectory.token_calls.read_token_calls` reads), one per conversation."""
     found: list[TokenSequence] = []
     ends: dict[str, int] = {}  # the digest of each call's sequence -> where it lives in found
-    for call in calls:
-        trace = call.output.tokens if call.output is not None else None
-        if trace is None:
-            continue
+    for call_id, trace in traces:
         tail = trace.prompt_tail()
         if trace.base is None:
             seq = TokenSequence(trace.tokenizer, tail)
-            seq._add_sample(call.id, trace)
+            seq._add_sample(call_id, trace)
             found.append(seq)
             ends[trace.sequence] = len(found) - 1
             continue
@@ -99,6 +106,6 @@ def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
             seq = seq._cut(trace.base_len)
             found.append(seq)
             at = len(found) - 1
-        seq._extend(call.id, tail, trace)
+        seq._extend(call_id, tail, trace)
         ends[trace.sequence] = at
     return found

@@ -5,8 +5,11 @@ reward_funcs=[rollout_reward])``: TRL hands the function its batch of prompts (e
 ``num_generations`` times), omnilab runs every entry as a task through the agent in the sandbox
 (:func:`~omnilab.rl.rollout.rollout`, token-exact) and returns, per entry, the prompt ids, the
 response ids (TRL's "completion": every turn, tool observations included), the sampling logprobs
-and ``env_mask`` (1 on the ids the policy sampled: TRL trains on those only). The task's reward
-travels in ``omnilab_reward`` to :func:`rollout_reward`.
+and ``env_mask`` (1 on the ids the policy sampled: TRL trains on those only; TRL 1.16 turns it
+into the batch's ``tool_mask``, so every turn of a multi-turn, tool-using rollout is one
+completion whose tool observations and template tokens carry no loss). The task's reward travels
+in ``omnilab_reward`` to :func:`rollout_reward`. The policy may be the embedded model or a
+vLLM-style server with the trainer's tokenizer (``tokenizer=``).
 
 Each dataset row is a task: ``prompt`` (a string or chat messages; the last user message is the
 question) and ``answer`` (a string or a list of acceptable answers), optionally ``id``. A rollout
@@ -72,11 +75,17 @@ def trl_rollout_func(
     tools: Sequence[str] | None = None,
     scorer: str = "answer_set",
     run_root: str | Path | None = None,
+    tokenizer: Any = None,
 ) -> Callable[[list[Any], Any], dict[str, Any]]:
     """A ``rollout_func`` for TRL's ``GRPOTrainer`` running scaffold ``agent`` with the
     token-exact policy ``model``; the answers come from the trainer's dataset column
     ``answer_column`` (looked up by prompt). Each call's run folder goes under ``run_root``
-    (a temporary folder when unset)."""
+    (a temporary folder when unset). ``tokenizer`` is the policy's for a ``vllm:``,
+    ``sglang:`` or ``llamacpp-server:`` model (see :func:`~omnilab.models.tokens.token_exact`;
+    usually the trainer's ``processing_class``).
+
+    Do not give the trainer ``tools`` as well: TRL then runs its own tool loop and ignores
+    ``env_mask``."""
     root = Path(run_root) if run_root is not None else Path(tempfile.mkdtemp(prefix="trl-"))
     calls = 0
 
@@ -107,6 +116,7 @@ def trl_rollout_func(
                 scorer=scorer,
                 budgets=Budgets(max_turns=max_turns) if max_turns is not None else None,
                 seed=calls,
+                tokenizer=tokenizer,
             )
         )
         picked = _pick(found, len(prompts))

@@ -50,6 +50,7 @@ __all__ = [
     "TrajectoryError",
     "TrajectoryHeader",
     "TrajectoryWriter",
+    "read_lines",
     "read_trajectory",
 ]
 
@@ -337,12 +338,10 @@ _MAX_TRAJECTORY_BYTES = 64 * 1024**3
 """A trajectory file larger than this is refused (it is read whole)."""
 
 
-def read_trajectory(path: Path) -> Trajectory:
-    """Read a trajectory file; a cut-off last line is skipped and reported in ``warnings``.
-
-    Raises :class:`TrajectoryError` for a missing, empty or foreign file, an unsupported schema
-    version, or a damaged line before the last.
-    """
+def read_lines(path: Path) -> tuple[TrajectoryHeader, list[bytes]]:
+    """A trajectory file's header and its lines (the header's first; the newline that ends the
+    last line dropped), read as :func:`read_trajectory` reads them; raises
+    :class:`TrajectoryError` for a missing, empty or foreign file or an unsupported schema."""
     p = Path(path)
     linger.flush_before_reading(p)
     try:
@@ -356,7 +355,17 @@ def read_trajectory(path: Path) -> Trajectory:
         lines.pop()  # the newline that ends the last complete line
     if not lines:
         raise TrajectoryError(f"{p} is empty: the run wrote nothing (not even its header)")
-    header = _header(p, lines[0])
+    return _header(p, lines[0]), lines
+
+
+def read_trajectory(path: Path) -> Trajectory:
+    """Read a trajectory file; a cut-off last line is skipped and reported in ``warnings``.
+
+    Raises :class:`TrajectoryError` for a missing, empty or foreign file, an unsupported schema
+    version, or a damaged line before the last.
+    """
+    p = Path(path)
+    header, lines = read_lines(p)
     events: list[Event] = []
     warnings: list[str] = []
     truncated = False

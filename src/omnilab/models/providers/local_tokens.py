@@ -108,10 +108,15 @@ class LocalTokenAdapter(LocalAdapter):
         }
         output = _output(result, bool(offered), structured=fmt is not None)
         trace = TokenTrace.build(
-            self.tokenizer, prompt.ids, ids, out["logprobs"], base_len=prompt.base_len
+            self.tokenizer,
+            prompt.ids,
+            ids,
+            out["logprobs"],
+            base_len=prompt.base_len,
+            base_digest=prompt.base_digest,
         )
         answered = list(_chat([*messages, output.message], offered, choice, fmt))
-        self.ledger.remember(answered, [*prompt.ids, *ids], closed=closed)
+        self.ledger.remember(answered, [*prompt.ids, *ids], closed=closed, digest=trace.sequence)
         return output.model_copy(update={"tokens": trace})
 
 

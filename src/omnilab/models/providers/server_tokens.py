@@ -13,6 +13,7 @@ probabilities (``n_probs``), which the adapter does for ``llamacpp-server:`` mod
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
@@ -88,8 +89,11 @@ class ServerTokenAdapter(TokenAdapter):
         body.update(config.extra_body)
         return body
 
-    async def sample(self, ids: list[int], config: GenerateConfig) -> Sampled:
-        """One ``/completions`` request with a token-id prompt."""
+    async def sample(
+        self, ids: list[int], config: GenerateConfig, images: Sequence[Any] = ()
+    ) -> Sampled:
+        """One ``/completions`` request with a token-id prompt (text only: its tokenizer
+        backend refuses pictures before this)."""
         try:
             reply = await self._http.post(
                 self._body(ids, config), timeout_s=config.timeout_s or 120.0
