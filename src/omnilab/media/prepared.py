@@ -34,7 +34,7 @@ __all__ = ["JpegFrame", "fitted_png", "jpeg_frames", "jpeg_frames_at"]
 _VERSION = 1
 _JPEG_QUALITY = 90
 # Pictures a decoder keeps for reference and reordering, per decoding worker (H.264 allows 16),
-# and the most decoding workers one request uses (``omnilab.media.video._MAX_WORKERS``).
+# and the most decoding workers one request uses (``omnilab.media._plan._MAX_WORKERS``).
 _DECODER_PICTURES = 16
 _DECODING_WORKERS = 4
 
