@@ -125,6 +125,7 @@ def test_pieces_start_at_keyframes_and_balance(
     info = probe(bframes_video)
     assert plan_module.keyframe_times(info, 0.0, 12.0) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert plan_module.keyframe_times(info, 5.1, 7.0) == [4.0, 6.0, 8.0]
+    assert plan_module.keyframes_around(info, [0.0, 5.1, 11.0]) == [[0.0, 2.0], [4.0, 6.0], [10.0]]
     for workers in (2, 3, 4):
         _with_workers(monkeypatch, workers)
         batches = plan_module.plan(info, DENSE, False)
@@ -145,14 +146,14 @@ def test_small_dense_requests_stay_in_one_worker(
 ) -> None:
     info = probe(bframes_video)
     _with_workers(monkeypatch, 4)
-    looked: list[tuple[float, float]] = []
-    real = plan_module.keyframe_times
+    looked: list[list[float]] = []
+    real = plan_module.keyframes_around
 
-    def spy(i: object, start: float, end: float) -> list[float]:
-        looked.append((start, end))
-        return real(i, start, end)  # type: ignore[arg-type]
+    def spy(i: object, times: list[float]) -> list[list[float]]:
+        looked.append(times)
+        return real(i, times)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(plan_module, "keyframe_times", spy)
+    monkeypatch.setattr(plan_module, "keyframes_around", spy)
     # Ten frames within 3 s: about 100 pictures to decode, below what a second worker pays for.
     few = [round(1.0 + 0.3 * i, 2) for i in range(10)]
     assert len(plan_module.plan(info, few, False)) == 1
@@ -161,6 +162,8 @@ def test_small_dense_requests_stay_in_one_worker(
     batches = plan_module.plan(info, runs, False)
     assert sorted(len(g) for b in batches for g in b) == [15, 15]
     assert looked == []  # no keyframe pass without a cut
+    plan_module.plan(info, DENSE, False)
+    assert len(looked) == 1 and len(looked[0]) == 3  # one pass: around each of the 3 cuts
 
 
 def test_a_damaged_tail_stops_the_keyframe_list(tmp_path: Path) -> None:
