@@ -224,3 +224,30 @@ def test_frames_linspace_uses_the_pieces(
     _with_workers(monkeypatch, 1)
     assert _digest(got) == _digest(frames(bframes_video, 0.0, 11.96, num=120, max_edge=96))
     assert np.asarray(got[0].image).shape == (72, 96, 3)
+
+
+def test_spare_cores_give_each_piece_frame_threads(
+    bframes_video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str, int]] = []
+    real = picker_module.Picker.__init__
+
+    def spy(self: picker_module.Picker, *args: object, **kw: object) -> None:
+        real(self, *args, **kw)  # type: ignore[arg-type]
+        seen.append((str(self.vs.thread_type), self.vs.codec_context.thread_count))
+
+    monkeypatch.setattr(picker_module.Picker, "__init__", spy)
+    _with_workers(monkeypatch, 1)
+    walk = frames_at(bframes_video, DENSE, max_edge=160)
+    # Two workers on eight cores: each piece's decoder gets frame threads on four of them.
+    _with_workers(monkeypatch, 2)
+    monkeypatch.setattr(plan_module, "cores", lambda: 8)
+    seen.clear()
+    got = frames_at(bframes_video, DENSE, max_edge=160)
+    assert [(t.endswith("AUTO"), n) for t, n in seen] == [(True, 4), (True, 4)]
+    assert _digest(got) == _digest(walk)
+    # As many cores as workers: single-threaded decoders, as every core has a worker.
+    monkeypatch.setattr(plan_module, "cores", lambda: 2)
+    seen.clear()
+    assert _digest(frames_at(bframes_video, DENSE, max_edge=160)) == _digest(walk)
+    assert [t.endswith("NONE") for t, _ in seen] == [True, True]

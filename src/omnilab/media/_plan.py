@@ -41,6 +41,7 @@ __all__ = [
     "plan",
     "seek_gap",
     "threads_for",
+    "worker_threads",
 ]
 
 # Without a probed keyframe interval probe saw fewer than two keyframes in its scan (about a
@@ -199,3 +200,15 @@ def threads_for(batch: list[list[float]]) -> str:
     no wall-clock time.
     """
     return "AUTO" if len(batch) == 1 else "NONE"
+
+
+def worker_threads(batch: list[list[float]], batches: int) -> tuple[str, int]:
+    """Decoder threading and thread count for one of ``batches`` workers that run at once.
+
+    With no more cores than workers every core already has a worker: single-threaded
+    decoders. With spare cores (more than 4, or few batches), a worker serving one long run
+    (a piece of a dense request) also gets frame threads on its share of them, so decoding
+    that outweighs converting and shrinking still uses every core.
+    """
+    share = cores() // batches
+    return ("AUTO", share) if len(batch) == 1 and share >= 2 else ("NONE", 0)

@@ -33,7 +33,7 @@ from PIL import Image
 from omnilab.config import get_settings
 from omnilab.media._open import open_input
 from omnilab.media._picker import Picker as _Picker
-from omnilab.media._plan import plan, seek_gap, threads_for
+from omnilab.media._plan import plan, seek_gap, threads_for, worker_threads
 from omnilab.media._validate import (
     check_count,
     check_time,
@@ -176,7 +176,14 @@ def _extract(
         # many cores as there are.
         with ThreadPoolExecutor(len(batches), thread_name_prefix="omnilab-frames") as pool:
             jobs = [
-                pool.submit(_pick_batch, info, batch, edge, keyframes_only, "NONE")
+                pool.submit(
+                    _pick_batch,
+                    info,
+                    batch,
+                    edge,
+                    keyframes_only,
+                    *worker_threads(batch, len(batches)),
+                )
                 for batch in batches
             ]
             for job in jobs:
@@ -198,6 +205,7 @@ def _pick_batch(
     edge: int | None,
     keyframes_only: bool,
     threads: str,
+    thread_count: int = 0,
 ) -> dict[float, _Shown]:
     """The frame shown at each time of ``batch`` (groups of sorted times), decoded in order."""
     transpose = _TRANSPOSE.get(info.rotation % 360)
@@ -212,6 +220,7 @@ def _pick_batch(
             info,
             keyframes_only=keyframes_only,
             threads=threads,
+            thread_count=thread_count,
             seek_gap=seek_gap(info),
         )
         for t, (pts, frame) in picker.pick([t for group in batch for t in group]):
