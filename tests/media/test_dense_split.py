@@ -251,3 +251,43 @@ def test_spare_cores_give_each_piece_frame_threads(
     seen.clear()
     assert _digest(frames_at(bframes_video, DENSE, max_edge=160)) == _digest(walk)
     assert [t.endswith("NONE") for t, _ in seen] == [True, True]
+
+
+@pytest.fixture(scope="module")
+def hevc_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 s of HEVC (x265: open GOPs, whose leading pictures follow the keyframe), 2 s GOP."""
+    path = tmp_path_factory.mktemp("dense") / "h.mp4"
+    return synth.make_video(
+        path, duration=8.0, gop_seconds=GOP, audio=False, codec="libx265", preset="ultrafast"
+    )
+
+
+def test_dense_hevc_pieces_give_the_walks_frames(
+    hevc_video: Path, monkeypatch: pytest.MonkeyPatch, counting: list[tuple[str, int, set[int]]]
+) -> None:
+    times = [round(0.01 + 0.07 * i, 3) for i in range(113)]
+    _with_workers(monkeypatch, 1)
+    walk = frames_at(hevc_video, times, max_edge=96)
+    counting.clear()
+    _with_workers(monkeypatch, 3)
+    got = frames_at(hevc_video, times, max_edge=96)
+    assert len(counting) == 3
+    assert _digest(got) == _digest(walk)
+    assert all(synth.read_index(f.image) == int(f.requested * FPS + 1e-6) for f in got)
+
+
+def test_cuts_off_the_keyframes_still_give_the_exact_frames(
+    bframes_video: Path, monkeypatch: pytest.MonkeyPatch, counting: list[tuple[str, int, set[int]]]
+) -> None:
+    """Keyframes misreported (mid-GOP): the pieces' workers seek back and decode more, but
+    every frame is still the walk's."""
+    _with_workers(monkeypatch, 1)
+    walk = frames_at(bframes_video, DENSE, max_edge=64)
+    _with_workers(monkeypatch, 3)
+    monkeypatch.setattr(
+        plan_module, "keyframes_around", lambda _i, times: [[t + 0.37] for t in times]
+    )
+    counting.clear()
+    got = frames_at(bframes_video, DENSE, max_edge=64)
+    assert len(counting) == 3
+    assert _digest(got) == _digest(walk)
