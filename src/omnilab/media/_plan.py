@@ -6,8 +6,9 @@ decodes a GOP twice. A sparse request has many groups; they are dealt to workers
 first by their decoding cost in frames.
 
 A dense request (samples closer than the GOP: 512 frames of a half-hour video, any count on a
-one-minute one) is a single group, which one worker would decode on one core while the other
-cores wait for it. Such a group is cut further, **at keyframes**: between two consecutive times
+one-minute one) is a single group. Served by one worker, FFmpeg's frame threads spread its
+decoding, but converting and shrinking the frames (most of the work on real footage) ran on
+the calling thread alone. Such a group is cut further, **at keyframes**: between two consecutive times
 with a keyframe after the first and at or before the second. The worker of the later piece
 seeks to that keyframe (the one at or before its first time) and decodes from there, and no
 picture it decodes was needed by the earlier piece; the earlier piece's worker decodes at most
