@@ -24,8 +24,14 @@ decord, qwen-vl-utils and the PyAV loop run in venvs of their own under ``--venv
 ``--install``; a missing one is skipped with a message). Wall times on a shared machine are noisy:
 compare CPU.
 
+``--baseline SRC`` adds an ``omnilab-baseline`` row: the same omnilab call with ``SRC`` (the
+``src`` folder of another checkout, e.g. ``git archive COMMIT src | tar -x -C DIR``) first on
+``PYTHONPATH``, for before/after figures in the same interleaved rounds. The load average is
+printed after every round (the machine's other work shows in wall times).
+
     python bench/media_peers.py [--video FILE | --minutes 3] [--counts 32,128,512] [--rounds 3]
         [--install] [--venvs DIR] [--peers omnilab,pyav-loop,decord,qwen,ffmpeg-system,...]
+        [--baseline SRC]
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ VENV_PEERS = {
 }
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 ALL_PEERS = ["omnilab", "pyav-loop", "decord", "qwen", "ffmpeg-system", "ffmpeg-imageio"]
+# ``--baseline``'s source folder, set once by ``main``.
+BASELINE_SRC: list[str] = []
 
 _PRELUDE = """
 import json, os, resource, sys, time
@@ -182,7 +190,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[Run, str]:
 
 
 def python_of(peer: str, venvs: Path) -> Path | None:
-    if peer in ("omnilab", "omnilab-audio"):
+    if peer in ("omnilab", "omnilab-audio", "omnilab-baseline"):
         return Path(sys.executable)
     exe = venvs / peer / "bin" / "python"
     return exe if exe.exists() else None
@@ -242,7 +250,9 @@ def frames_once(
     else:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OMNILAB_")}
         env["OMNILAB_CACHE_DIR"] = str(out / "cache")
-        code = CHILD[peer]
+        if peer == "omnilab-baseline":
+            env["PYTHONPATH"] = os.pathsep.join([BASELINE_SRC[0], env.get("PYTHONPATH", "")])
+        code = CHILD["omnilab" if peer == "omnilab-baseline" else peer]
         ids = ",".join(map(str, wanted))
         result, text = run([exe, "-c", code, str(video), str(out), ids], env)
         report = json.loads(text.strip().splitlines()[-1])
@@ -290,6 +300,9 @@ def main() -> None:
     video: Path = args.video or ensure_footage(args.data_dir, args.minutes)
     counts = [int(c) for c in args.counts.split(",") if c]
     peers = [p for p in args.peers.split(",") if p]
+    if args.baseline is not None:
+        BASELINE_SRC.append(str(args.baseline.resolve()))
+        peers.insert(peers.index("omnilab") + 1 if "omnilab" in peers else 0, "omnilab-baseline")
     binaries = ffmpeg_binaries()
     exes: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -330,7 +343,8 @@ def main() -> None:
                     if peer == "omnilab" or peer.startswith("ffmpeg"):
                         row = rows.setdefault(("soundtrack", peer), Row(peer, "soundtrack"))
                         _measure(row, partial(audio_once, peer, exe, video, folder))
-            print(f"round {r + 1}/{args.rounds} done", flush=True)
+            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(f"round {r + 1}/{args.rounds} done (load average {load})", flush=True)
     _table(list(rows.values()))
 
 
@@ -384,6 +398,9 @@ def _parse_args() -> argparse.Namespace:
         "--no-check", action="store_true", help="a video without bench/footage.py's index marks"
     )
     parser.add_argument("--install", action="store_true", help="make the peers' venvs")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's src folder: an omnilab-baseline row"
+    )
     parser.add_argument(
         "--venvs", type=Path, default=Path.home() / ".cache" / "omnilab-bench" / "peers"
     )

@@ -196,15 +196,16 @@ def _old_strategy() -> Iterator[None]:
     frames in one worker with frame-threaded decoding, audio resampled frame by frame (the
     clip's old path is ``clip(smart_cut=False)``)."""
     video_module = importlib.import_module("omnilab.media.video")
+    plan_module = importlib.import_module("omnilab.media._plan")
     audio_module = importlib.import_module("omnilab.media.audio")
-    saved = (video_module._workers, video_module._threads, audio_module._Batch.fits)
-    video_module._workers = lambda: 1
-    video_module._threads = lambda _batch: "AUTO"
+    saved = (plan_module._workers, video_module.threads_for, audio_module._Batch.fits)
+    plan_module._workers = lambda: 1
+    video_module.threads_for = lambda _batch: "AUTO"
     audio_module._Batch.fits = lambda self, _frame: not self.frames  # type: ignore[method-assign]
     try:
         yield
     finally:
-        video_module._workers, video_module._threads, audio_module._Batch.fits = saved
+        plan_module._workers, video_module.threads_for, audio_module._Batch.fits = saved
 
 
 def layer_timings(

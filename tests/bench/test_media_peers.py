@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -65,3 +66,26 @@ def test_a_peer_without_its_venv_is_skipped_with_a_message(
     assert row.skipped.endswith("No module named 'decord'") and not row.runs
     peers._table([row])
     assert "| 32 frames | decord | skipped: " in capsys.readouterr().out
+
+
+def test_the_baseline_row_runs_omnilab_from_the_given_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[object, str]:
+        seen["cmd"], seen["env"] = cmd, env
+        return peers.Run(1.0, 1.0, 10.0), '{"cpu": 0.5, "files": []}'
+
+    old = tmp_path / "before" / "src"
+    monkeypatch.setattr(peers, "run", fake_run)
+    monkeypatch.setattr(peers, "BASELINE_SRC", [str(old)])
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    got = peers.frames_once("omnilab-baseline", sys.executable, Path("v.mp4"), [0], tmp_path, False)
+    env = seen["env"]
+    assert isinstance(env, dict)
+    # The same child code as the omnilab row, with the other checkout first on the path.
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(old), "/elsewhere"]
+    assert peers.CHILD["omnilab"] in seen["cmd"]  # type: ignore[operator]
+    assert got.cpu_s == 0.5 and got.exact == "not checked"
+    assert peers.python_of("omnilab-baseline", tmp_path) == Path(sys.executable)

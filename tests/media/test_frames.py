@@ -21,6 +21,7 @@ FPS = 25
 DURATION = 4.0  # the conftest ``video``: 4 s, 25 fps, 320x240, 1 s GOP
 LAST_INDEX = round(DURATION * FPS) - 1
 frames_module = importlib.import_module("omnilab.media.video")
+plan_module = importlib.import_module("omnilab.media._plan")
 
 
 def shown_at(t: float, *, fps: int = FPS, count: int = LAST_INDEX + 1) -> int:
@@ -150,7 +151,7 @@ def test_dense_and_sparse_paths_agree(
     video: Path, monkeypatch: pytest.MonkeyPatch, count_seeks: list[float | None]
 ) -> None:
     times = [0.3, 0.31, 0.9, 1.05, 1.9, 2.0, 2.7, 3.98, 4.0, 0.02]
-    monkeypatch.setattr(frames_module, "_UNKNOWN_GOP_SECONDS", math.inf)
+    monkeypatch.setattr(plan_module, "UNKNOWN_GOP_SECONDS", math.inf)
     dense_info = probe(video).model_copy(update={"keyframe_interval": None})
     monkeypatch.setattr(frames_module, "probe", lambda _p: dense_info)
     dense = frames_at(video, times)

@@ -20,6 +20,7 @@ from omnilab.media.errors import MediaError, MediaErrorCode
 
 video_module = importlib.import_module("omnilab.media.video")
 audio_module = importlib.import_module("omnilab.media.audio")
+plan_module = importlib.import_module("omnilab.media._plan")
 
 # Three runs more than a GOP (1 s) apart, unsorted and with repeats of one shown frame.
 TIMES = [2.2, 0.02, 0.3, 0.31, 0.5, 1.9, 2.0, 3.5, 3.98, 4.0, 0.31]
@@ -28,8 +29,8 @@ TIMES = [2.2, 0.02, 0.3, 0.31, 0.5, 1.9, 2.0, 3.5, 3.98, 4.0, 0.31]
 @pytest.fixture()
 def parallel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Force the parallel path on small videos; records the thread of every decoding batch."""
-    monkeypatch.setattr(video_module, "_PARALLEL_MIN_FRAMES", 0)
-    monkeypatch.setattr(video_module, "_workers", lambda: 3)
+    monkeypatch.setattr(plan_module, "_PARALLEL_MIN_FRAMES", 0)
+    monkeypatch.setattr(plan_module, "_workers", lambda: 3)
     threads: list[str] = []
     real = video_module._pick_batch
 
@@ -43,12 +44,12 @@ def parallel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _sequential(path: Path, times: list[float], **kw: object) -> list[video_module.Frame]:
     # One worker is the plain path: one container, one forward walk.
-    old = video_module._workers
-    video_module._workers = lambda: 1
+    old = plan_module._workers
+    plan_module._workers = lambda: 1
     try:
         return frames_at(path, times, **kw)  # type: ignore[arg-type]
     finally:
-        video_module._workers = old
+        plan_module._workers = old
 
 
 def _same(a: list[video_module.Frame], b: list[video_module.Frame]) -> None:
@@ -96,10 +97,10 @@ def test_a_worker_failure_is_a_media_error(
 
 def test_plan_keeps_runs_whole_and_balances(video: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = probe(video).model_copy(update={"keyframe_interval": 1.0, "fps": 25.0})
-    monkeypatch.setattr(video_module, "_workers", lambda: 2)
-    monkeypatch.setattr(video_module, "_PARALLEL_MIN_FRAMES", 0)
+    monkeypatch.setattr(plan_module, "_workers", lambda: 2)
+    monkeypatch.setattr(plan_module, "_PARALLEL_MIN_FRAMES", 0)
     times = [0.0, 0.5, 1.4, 10.0, 20.0, 20.2, 30.0]
-    batches = video_module._plan(info, times, False)
+    batches = plan_module.plan(info, times, False)
     assert len(batches) == 2
     groups = sorted(g for b in batches for g in b)
     # Times within a GOP of the previous one stay with it: no GOP is decoded by two workers.
@@ -112,11 +113,11 @@ def test_plan_keeps_runs_whole_and_balances(video: Path, monkeypatch: pytest.Mon
 
 def test_small_requests_stay_in_one_worker(video: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = probe(video)  # 25 fps, 1 s GOP: these few frames are far below the threshold
-    monkeypatch.setattr(video_module, "_workers", lambda: 4)
-    assert len(video_module._plan(info, [0.1, 2.5, 3.9], False)) == 1
-    monkeypatch.setattr(video_module, "_workers", lambda: 1)
-    monkeypatch.setattr(video_module, "_PARALLEL_MIN_FRAMES", 0)
-    assert len(video_module._plan(info, [0.1, 2.5, 3.9], False)) == 1
+    monkeypatch.setattr(plan_module, "_workers", lambda: 4)
+    assert len(plan_module.plan(info, [0.1, 2.5, 3.9], False)) == 1
+    monkeypatch.setattr(plan_module, "_workers", lambda: 1)
+    monkeypatch.setattr(plan_module, "_PARALLEL_MIN_FRAMES", 0)
+    assert len(plan_module.plan(info, [0.1, 2.5, 3.9], False)) == 1
 
 
 def test_decoder_threads(video: Path, monkeypatch: pytest.MonkeyPatch) -> None:

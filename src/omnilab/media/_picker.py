@@ -41,6 +41,7 @@ class Picker:
         *,
         keyframes_only: bool,
         threads: str = "AUTO",
+        thread_count: int = 0,
         seek_gap: float,
     ) -> None:
         self.container = container
@@ -64,6 +65,9 @@ class Picker:
             self.vs.thread_type = "SLICE" if threads == "AUTO" else threads
         else:
             self.vs.thread_type = threads
+        if thread_count:
+            # This walk's share of the cores (others walk beside it); 0 lets FFmpeg choose.
+            self.vs.codec_context.thread_count = thread_count
         self.tb = float(self.vs.time_base) if self.vs.time_base else 1.0 / av.time_base
         self.origin = info.start_time
         self.frame_seconds = 1.0 / info.fps if info.fps else 0.04

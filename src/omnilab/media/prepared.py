@@ -18,7 +18,9 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +36,7 @@ __all__ = ["JpegFrame", "fitted_png", "jpeg_frames", "jpeg_frames_at"]
 _VERSION = 1
 _JPEG_QUALITY = 90
 # Pictures a decoder keeps for reference and reordering, per decoding worker (H.264 allows 16),
-# and the most decoding workers one request uses (``omnilab.media.video._MAX_WORKERS``).
+# and the most decoding workers one request uses (``omnilab.media._plan._MAX_WORKERS``).
 _DECODER_PICTURES = 16
 _DECODING_WORKERS = 4
 
@@ -111,7 +113,7 @@ def _frame_set(
 ) -> list[JpegFrame]:
     from omnilab.config import get_settings
     from omnilab.media._validate import check_video_pixels
-    from omnilab.media.budget import media_budget
+    from omnilab.media.budget import cores, media_budget
     from omnilab.media.probe import probe
 
     # Validates the file first (a missing or broken one raises before any cache lookup).
@@ -135,7 +137,9 @@ def _frame_set(
         decoding = _DECODING_WORKERS * _DECODER_PICTURES * width * height * 3 // 2
         with media_budget().reserve(kept + decoding):
             shots = decode(max_edge)
-            made = [_store_frame(store, key, i, shot) for i, shot in enumerate(shots)]
+            # Pillow releases the GIL while it encodes: the JPEGs are made on every core.
+            with ThreadPoolExecutor(cores(), thread_name_prefix="omnilab-jpeg") as pool:
+                made = list(pool.map(partial(_store_frame, store, key), range(len(shots)), shots))
             del shots
         manifest = [[f.timestamp, f.requested, f.keyframe] for f in made]
         store.put(key, ".json", json.dumps(manifest).encode())

@@ -33,29 +33,20 @@ from PIL import Image
 from omnilab.config import get_settings
 from omnilab.media._open import open_input
 from omnilab.media._picker import Picker as _Picker
+from omnilab.media._plan import plan, seek_gap, threads_for, worker_threads
 from omnilab.media._validate import (
     check_count,
     check_time,
     check_time_range,
     require_video,
 )
-from omnilab.media.budget import cores, decode_slot
+from omnilab.media.budget import decode_slot
 from omnilab.media.errors import MediaError, MediaErrorCode
 from omnilab.media.image import resize
 from omnilab.media.probe import MediaInfo, probe
 
 __all__ = ["Frame", "frames", "frames_at"]
 
-# Without a probed keyframe interval probe saw fewer than two keyframes in its scan (about a
-# minute of video at 25 fps), so keyframes are at least that sparse: decode onward up to this far.
-_UNKNOWN_GOP_SECONDS = 60.0
-# Decoding workers at most: each holds a container and a decoder, and frames of GOPs far apart
-# are the only work they split.
-_MAX_WORKERS = 4
-# Below this many frames of estimated decoding a request stays in one worker.
-_PARALLEL_MIN_FRAMES = 150
-# Decoding cost of a keyframe (plus its seek) in P-frame units, for sharing work among workers.
-_KEYFRAME_COST = 4.0
 _TRANSPOSE = {
     90: Image.Transpose.ROTATE_90,
     180: Image.Transpose.ROTATE_180,
@@ -174,16 +165,25 @@ def _extract(
         raise MediaError(
             MediaErrorCode.INVALID_RANGE, f"max_edge must be at least 1 pixel (got {edge})"
         )
-    batches = _plan(info, sorted(set(requested)), keyframes_only)
+    batches = plan(info, sorted(set(requested)), keyframes_only)
     shown: dict[float, _Shown] = {}
     if len(batches) == 1:
-        shown = _pick_batch(info, batches[0], edge, keyframes_only, _threads(batches[0]))
+        shown = _pick_batch(info, batches[0], edge, keyframes_only, threads_for(batches[0]))
     else:
         # Each worker has its own container and decoder; PyAV releases the GIL while FFmpeg
-        # demuxes, decodes and scales, so the batches decode on as many cores as there are.
+        # demuxes, decodes and converts, Pillow while it shrinks, so the batches (runs of a
+        # sparse request, keyframe-aligned pieces of a dense one: see ``_plan``) decode on as
+        # many cores as there are.
         with ThreadPoolExecutor(len(batches), thread_name_prefix="omnilab-frames") as pool:
             jobs = [
-                pool.submit(_pick_batch, info, batch, edge, keyframes_only, "NONE")
+                pool.submit(
+                    _pick_batch,
+                    info,
+                    batch,
+                    edge,
+                    keyframes_only,
+                    *worker_threads(batch, len(batches)),
+                )
                 for batch in batches
             ]
             for job in jobs:
@@ -199,64 +199,13 @@ def _extract(
 _Shown = tuple[Image.Image, float, bool]
 
 
-def _plan(info: MediaInfo, times: list[float], keyframes_only: bool) -> list[list[list[float]]]:
-    """Split sorted ``times`` into batches of groups, one batch per decoding worker.
-
-    A group is a run of times one forward decode serves (no gap wider than the seek distance
-    of :class:`_Picker`), so splitting between groups never decodes a GOP twice. Groups are
-    dealt to workers largest first by their decoding cost in frames (a seek lands on average
-    half a GOP before its time); small requests stay in one worker, where starting a thread
-    and opening the file again would cost more than they save.
-    """
-    gap = max(info.keyframe_interval or _UNKNOWN_GOP_SECONDS, 1.0 / (info.fps or 25.0))
-    groups: list[list[float]] = []
-    for t in times:
-        if groups and t - groups[-1][-1] <= gap:
-            groups[-1].append(t)
-        else:
-            groups.append([t])
-    fps = info.fps or 25.0
-    gop = info.keyframe_interval or _UNKNOWN_GOP_SECONDS
-
-    def cost(group: list[float]) -> float:
-        if keyframes_only:
-            return _KEYFRAME_COST * len(group)
-        return (gop / 2 + group[-1] - group[0]) * fps
-
-    workers = min(_workers(), len(groups))
-    if workers < 2 or sum(map(cost, groups)) < _PARALLEL_MIN_FRAMES:
-        return [groups]
-    loads = [0.0] * workers
-    batches: list[list[list[float]]] = [[] for _ in range(workers)]
-    for group in sorted(groups, key=cost, reverse=True):
-        i = loads.index(min(loads))
-        batches[i].append(group)
-        loads[i] += cost(group)
-    return [sorted(b) for b in batches if b]
-
-
-def _workers() -> int:
-    """Cores this process may run on, at most ``_MAX_WORKERS``."""
-    return max(1, min(_MAX_WORKERS, cores()))
-
-
-def _threads(batch: list[list[float]]) -> str:
-    """Decoder threading for a worker that serves ``batch`` alone.
-
-    Frame threads overlap consecutive frames of one long decode, but after every seek their
-    pipeline is flushed and refilled: for many short decodes they cost more CPU (measured
-    on 50 seeks through a 720p H.264 file: 2.6 CPU s with frame threads, 1.7 without) and
-    no wall-clock time.
-    """
-    return "AUTO" if len(batch) == 1 else "NONE"
-
-
 def _pick_batch(
     info: MediaInfo,
     batch: list[list[float]],
     edge: int | None,
     keyframes_only: bool,
     threads: str,
+    thread_count: int = 0,
 ) -> dict[float, _Shown]:
     """The frame shown at each time of ``batch`` (groups of sorted times), decoded in order."""
     transpose = _TRANSPOSE.get(info.rotation % 360)
@@ -271,7 +220,8 @@ def _pick_batch(
             info,
             keyframes_only=keyframes_only,
             threads=threads,
-            seek_gap=info.keyframe_interval or _UNKNOWN_GOP_SECONDS,
+            thread_count=thread_count,
+            seek_gap=seek_gap(info),
         )
         for t, (pts, frame) in picker.pick([t for group in batch for t in group]):
             # Converted as soon as chosen, so decoded frames go back to the decoder's pool.
