@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from omnilab._config_files import ConfigError, check_trust, config_layers
+from omnilab._remote_sections import BucketSettings, RemoteSettings
 from omnilab._sections import (
     AgentSettings,
     BenchSettings,
@@ -39,11 +40,13 @@ from omnilab._sections import (
 __all__ = [
     "AgentSettings",
     "BenchSettings",
+    "BucketSettings",
     "ConfigError",
     "MediaSettings",
     "ModelSettings",
     "PerceptionSettings",
     "PerceptionToolSettings",
+    "RemoteSettings",
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
@@ -89,6 +92,8 @@ class Settings(BaseSettings):
 
     agents: AgentSettings = Field(default_factory=AgentSettings)
 
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -133,7 +138,6 @@ def _describe(err: ValidationError) -> str:
     dotted = ".".join(str(part) for part in first["loc"])
     env = "OMNILAB_" + "__".join(str(part) for part in first["loc"]).upper()
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return (
-        f"invalid setting {dotted} = {first.get('input')!r}: {first['msg']}{more}; "
-        f"fix {env} or {config_file()}"
-    )
+    # A store's settings may hold a key put where a name belongs: their values are not shown.
+    shown = "" if first["loc"][:1] == ("remote",) else f" = {first.get('input')!r}"
+    return f"invalid setting {dotted}{shown}: {first['msg']}{more}; fix {env} or {config_file()}"
