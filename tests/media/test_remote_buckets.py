@@ -177,3 +177,41 @@ def test_worker_processes_read_both_buckets_with_the_drivers_settings(
     assert [row[0] for row in _outcome(tmp_path / "run")] == ["q0", "q1"]
     assert not _found_under(tmp_path / "run", _secrets(keys))
     assert not [s for s in _secrets(keys) if s in caplog.text]
+
+
+def test_a_buckets_settings_win_over_the_aws_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from remote_stores import free_port
+
+    cache = MediaCache(tmp_path / "media", max_bytes=1 << 30)
+    with two_readers(monkeypatch, tmp_path, *SMALL) as keys:
+        # The environment points elsewhere (nothing listens there) with other keys.
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", keys["beta"][0])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", keys["beta"][1])
+        got = remote.fetch("s3://alpha/a.bin", cache=cache)
+    assert got.path.read_bytes() == b"alpha bytes"
+
+
+def test_a_bucket_read_with_a_named_aws_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cache = MediaCache(tmp_path / "media", max_bytes=1 << 30)
+    with two_readers(monkeypatch, tmp_path, *SMALL) as keys:
+        endpoint = get_settings().remote.buckets["s3://alpha"].endpoint_url
+        credentials = tmp_path / "aws-credentials"
+        credentials.write_text(
+            f"[alpha-reader]\naws_access_key_id = {keys['alpha'][0]}\n"
+            f"aws_secret_access_key = {keys['alpha'][1]}\n"
+        )
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", keys["beta"][0])  # the profile wins over these
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", keys["beta"][1])
+        (tmp_path / "no-config.toml").write_text(
+            f'[remote.buckets."s3://alpha"]\nendpoint_url = "{endpoint}"\n'
+            'region = "us-east-1"\nprofile = "alpha-reader"\n'
+        )
+        get_settings.cache_clear()
+        got = remote.fetch("s3://alpha/a.bin", cache=cache)
+    assert got.path.read_bytes() == b"alpha bytes"
