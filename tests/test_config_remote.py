@@ -79,6 +79,7 @@ def test_bucket_settings_are_read_by_canonical_key(tmp_path: Path) -> None:
 def test_a_bad_bucket_setting_is_one_line(tmp_path: Path, text: str, says: str) -> None:
     message = _error(tmp_path, text)
     assert says in message and "remote.buckets" in message
+    assert message.endswith(f"; fix OMNILAB_REMOTE__BUCKETS or {tmp_path / 'no-config.toml'}")
     assert "\n" not in message and "Traceback" not in message
 
 
@@ -94,7 +95,12 @@ def test_a_bad_bucket_setting_is_one_line(tmp_path: Path, text: str, says: str) 
     ],
 )
 def test_a_secret_in_the_file_is_refused_without_repeating_it(tmp_path: Path, text: str) -> None:
-    message = _error(tmp_path, text)
+    _configure(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        get_settings()
+    message = str(caught.value)
+    # pydantic's error, which repeats it, is not chained (nor shown as the context)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert "invalid setting remote.buckets" in message and "\n" not in message
     assert AWS_SECRET not in message and "AKIAIOSFODNN7EXAMPLE" not in message
     assert "wJalr" not in message

@@ -128,7 +128,9 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as e:
-        raise ConfigError(_describe(e)) from e
+        # pydantic's own message repeats the value: not chained for a store's settings.
+        secret = any(err["loc"][:1] == ("remote",) for err in e.errors())
+        raise ConfigError(_describe(e)) from (None if secret else e)
     except (OSError, ValueError) as e:  # unreadable TOML
         raise ConfigError(f"cannot read config file {config_file()}: {e}") from e
 
@@ -138,6 +140,9 @@ def _describe(err: ValidationError) -> str:
     dotted = ".".join(str(part) for part in first["loc"])
     env = "OMNILAB_" + "__".join(str(part) for part in first["loc"]).upper()
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    # A store's settings may hold a key put where a name belongs: their values are not shown.
-    shown = "" if first["loc"][:1] == ("remote",) else f" = {first.get('input')!r}"
+    shown = f" = {first.get('input')!r}"
+    if first["loc"][:1] == ("remote",):
+        # A store's settings may hold a key put where a name belongs: their values are not
+        # shown; the buckets' table is one variable (JSON).
+        shown, env = "", "OMNILAB_REMOTE__BUCKETS"
     return f"invalid setting {dotted}{shown}: {first['msg']}{more}; fix {env} or {config_file()}"
