@@ -214,3 +214,28 @@ def test_config_shows_variable_names_never_keys(
     shown = CliRunner().invoke(app, ["config", "--json"])
     alpha = json.loads(shown.output)["remote.buckets"]["s3://alpha"]
     assert (alpha["key_id_env"], alpha["secret_env"]) == ("ALPHA_KEY_ID", "ALPHA_SECRET")
+
+
+def test_a_hosts_token_goes_to_that_scheme_host_and_prefix_only(tmp_path: Path) -> None:
+    _configure(
+        tmp_path,
+        '[remote.buckets."https://Data.Example.org:8443/bench/"]\nbearer_token_env = "TOKEN"\n'
+        '[remote.buckets."s3://x"]\nregion = "eu-west-1"\n',
+    )
+    assert sorted(get_settings().remote.buckets) == [
+        "https://data.example.org:8443/bench",
+        "s3://x",
+    ]
+    hits = {
+        url: (hit[0] if (hit := _remote_fs.bucket_settings(url)) else None)
+        for url in (
+            "https://data.example.org:8443/bench/v.mp4?sig=1",
+            "https://user@DATA.example.org:8443/bench/v.mp4",
+            "http://data.example.org:8443/bench/v.mp4",  # never over plain HTTP
+            "https://data.example.org/bench/v.mp4",  # another port
+            "https://data.example.org:8443/benchmarks/v.mp4",
+        )
+    }
+    assert list(hits.values()) == ["https://data.example.org:8443/bench"] * 2 + [None] * 3
+    message = _error(tmp_path, '[remote.buckets."https://h"]\nregion = "eu"')
+    assert "https://h: region is not a setting of https://" in message

@@ -25,6 +25,8 @@ _FIELDS = {
     "s3": {"endpoint_url", "region", "profile", "key_id_env", "secret_env", "session_token_env"},
     "gs": {"endpoint_url", "token_file"},
     "az": {"account_name", "account_key_env"},
+    "http": {"bearer_token_env"},
+    "https": {"bearer_token_env"},
 }
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _KEY_ID = re.compile(r"(AKIA|ASIA|AIDA|AROA)[A-Z0-9]{12,}")
@@ -36,13 +38,16 @@ def bucket_key(key: str) -> str:
     scheme, sep, rest = key.partition("://")
     if not sep or store_of(scheme) is None:
         raise ValueError(
-            'a bucket is named scheme://bucket with scheme s3, gs or az (e.g. "s3://my-bucket")'
+            "a bucket is named scheme://bucket with scheme s3, gs or az, or https://host "
+            '(e.g. "s3://my-bucket")'
         )
     if "?" in rest or "#" in rest or "@" in rest.partition("/")[0]:
         raise ValueError("a bucket key has no query, fragment or user info")
     bucket, _, prefix = rest.strip("/").partition("/")
     if not bucket:
         raise ValueError("a bucket key names its bucket (scheme://bucket)")
+    if scheme.lower() in ("http", "https"):
+        bucket = bucket.lower()  # a host (and port), as public_url writes it
     return f"{scheme.lower()}://{bucket}" + (f"/{prefix.strip('/')}" if prefix else "")
 
 
@@ -90,7 +95,13 @@ class BucketSettings(BaseModel):
     account_key_env: str | None = None
     """Azure: the environment variable holding the account key."""
 
-    @field_validator("key_id_env", "secret_env", "session_token_env", "account_key_env")
+    bearer_token_env: str | None = None
+    """HTTP(S): the environment variable holding a token sent as ``Authorization: Bearer``
+    to this host (and path prefix) only."""
+
+    @field_validator(
+        "key_id_env", "secret_env", "session_token_env", "account_key_env", "bearer_token_env"
+    )
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         if value is None:
@@ -152,7 +163,7 @@ class BucketSettings(BaseModel):
     def credentials(self) -> list[str]:
         """The environment variables this bucket's keys are read from."""
         names = (self.key_id_env, self.secret_env, self.session_token_env, self.account_key_env)
-        return [n for n in names if n is not None]
+        return [n for n in (*names, self.bearer_token_env) if n is not None]
 
 
 class RemoteSettings(BaseModel):
@@ -163,7 +174,8 @@ class RemoteSettings(BaseModel):
     the longest key that holds a URL wins): ``endpoint_url``, ``region``, ``profile``,
     ``anonymous``, and keys only by the name of the environment variable holding them
     (S3: ``key_id_env``, ``secret_env``, ``session_token_env``; GCS: ``token_file``, a
-    service-account JSON file; Azure: ``account_name`` with ``account_key_env``). A bucket
+    service-account JSON file; Azure: ``account_name`` with ``account_key_env``), or by host,
+``[remote.buckets."https://host"]`` with ``bearer_token_env``. A bucket
     without a key uses the store's standard chain (AWS env/profile, Google ADC, Azure env).
     Only a trusted config may set it."""
 

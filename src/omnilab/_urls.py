@@ -53,12 +53,13 @@ _STORES: Mapping[str, str] = {
     "az": "az",
     "abfs": "az",
     "abfss": "az",
+    "http": "http",
+    "https": "https",  # a key for https:// never goes to http://
 }
 
 
 def store_of(scheme: str) -> str | None:
-    """The object store (``s3``, ``gs``, ``az``) a URL scheme reads; ``None`` for HTTP and
-    anything else."""
+    """The store (``s3``, ``gs``, ``az``, ``http``, ``https``) a URL scheme reads, or ``None``."""
     return _STORES.get(scheme.lower())
 
 

@@ -36,6 +36,12 @@ class HttpStore:
     fail_from: int | None = None
     """When set, GETs of ranges starting at or past this byte answer 500."""
     denied: set[str] = field(default_factory=set)
+    token: str | None = None
+    """When set, a request without ``Authorization: Bearer <token>`` answers 401."""
+    authorizations: list[str] = field(default_factory=list)
+    """The ``Authorization`` header of every request ("" when none came)."""
+    redirects: dict[str, str] = field(default_factory=dict)
+    """Paths answered with a 302 to this URL."""
 
     def url(self, path: str, query: str = "") -> str:
         return f"{self.base}/{path}" + (f"?{query}" if query else "")
@@ -51,6 +57,17 @@ def _handler(store: HttpStore) -> type[BaseHTTPRequestHandler]:
 
         def _object(self) -> tuple[str, bytes] | None:
             path = self.path.split("?", 1)[0].lstrip("/")
+            given = self.headers.get("Authorization", "")
+            store.authorizations.append(given)
+            if path in store.redirects:
+                self.send_response(302)
+                self.send_header("Location", store.redirects[path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            if store.token is not None and given != f"Bearer {store.token}":
+                self.send_error(401)
+                return None
             if path in store.denied:
                 self.send_error(403)
                 return None

@@ -20,6 +20,7 @@ from test_remote_eval import _bench, _outcome
 from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import evaluate, new_config
 from omnilab.config import get_settings
+from omnilab.errors import OmnilabError
 from omnilab.media import remote
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode
@@ -215,3 +216,38 @@ def test_a_bucket_read_with_a_named_aws_profile(
         get_settings.cache_clear()
         got = remote.fetch("s3://alpha/a.bin", cache=cache)
     assert got.path.read_bytes() == b"alpha bytes"
+
+
+def test_an_http_host_gets_its_bearer_token_and_no_other_host_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from remote_stores import http_store
+
+    token = "bearer-token-value-0123"
+    cache = MediaCache(tmp_path / "media", max_bytes=1 << 30)
+    with http_store() as private, http_store() as other:
+        private.token = token
+        private.objects["v.mp4"] = b"private bytes"
+        other.objects["w.mp4"] = b"other bytes"
+        private.redirects["moved.mp4"] = other.url("w.mp4")
+        (tmp_path / "no-config.toml").write_text(
+            f'[remote.buckets."{private.base}"]\nbearer_token_env = "PRIVATE_TOKEN"\n'
+        )
+        get_settings.cache_clear()
+        with pytest.raises(OmnilabError) as unset:
+            remote.fetch(private.url("v.mp4"), cache=cache)
+        monkeypatch.setenv("PRIVATE_TOKEN", token)
+        got = remote.fetch(private.url("v.mp4"), cache=cache)
+        moved = remote.fetch(private.url("moved.mp4"), cache=cache)  # to another origin
+        (tmp_path / "no-config.toml").write_text("")
+        get_settings.cache_clear()
+        with pytest.raises(MediaError) as without:
+            remote.fetch(private.url("v2.mp4"), cache=cache)
+    assert str(unset.value).startswith(f"{private.base}: environment variable PRIVATE_TOKEN")
+    assert got.path.read_bytes() == b"private bytes"
+    assert moved.path.read_bytes() == b"other bytes"
+    assert f"Bearer {token}" in private.authorizations
+    assert set(other.authorizations) == {""}  # the redirect's target got no token
+    assert without.value.code is MediaErrorCode.DENIED
+    assert token not in str(unset.value) + str(without.value)
+    assert not _found_under(tmp_path, [token])

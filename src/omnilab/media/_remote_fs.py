@@ -44,6 +44,8 @@ def bucket_settings(url: str) -> tuple[str, BucketSettings] | None:
     if store is None:
         return None
     buckets = _buckets()
+    if store in ("http", "https"):
+        rest = public_url(url).partition("://")[2]  # host lower case, no user info or query
     rest = rest.split("?", 1)[0].split("#", 1)[0]
     best: tuple[str, BucketSettings] | None = None
     for key, settings in buckets.items():
@@ -154,6 +156,9 @@ def _options(found: tuple[str, BucketSettings]) -> dict[str, Any]:
             options["account_key"] = env[b.account_key_env]
         if b.anonymous:
             options["anon"] = True
+    elif b.bearer_token_env:  # http, https: aiohttp drops it on a redirect to another origin
+        headers = {"Authorization": f"Bearer {env[b.bearer_token_env]}"}
+        options["client_kwargs"] = {"headers": headers}
     return options
 
 
