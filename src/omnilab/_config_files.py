@@ -62,6 +62,7 @@ SECURITY_KEYS: dict[str, str] = {
     "bench.media_roots": "media location",
     "bench.ray_address": "cluster that receives the run",
     "agents.runs_dir": "runs location",
+    "remote.*": "object-store endpoints and the keys sent to them",
 }
 """Settings only a trusted source may set, by dotted name (``fnmatch`` patterns), with what they
 control. A table that holds one (``[sandbox]`` with ``network``) counts by its keys."""

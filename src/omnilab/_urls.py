@@ -26,6 +26,7 @@ __all__ = [
     "join_beneath",
     "parent_url",
     "public_url",
+    "store_of",
     "url_name",
 ]
 
@@ -41,6 +42,25 @@ REMOTE_SCHEMES: Mapping[str, str] = {
     "abfs": "adlfs",
     "abfss": "adlfs",
 }
+
+
+# The object store each bucket scheme reads (settings of a bucket hold for its aliases).
+_STORES: Mapping[str, str] = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gs",
+    "gcs": "gs",
+    "az": "az",
+    "abfs": "az",
+    "abfss": "az",
+    "http": "http",
+    "https": "https",  # a key for https:// never goes to http://
+}
+
+
+def store_of(scheme: str) -> str | None:
+    """The store (``s3``, ``gs``, ``az``, ``http``, ``https``) a URL scheme reads, or ``None``."""
+    return _STORES.get(scheme.lower())
 
 
 def is_remote(text: object) -> bool:

@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from omnilab._config_files import ConfigError, check_trust, config_layers
+from omnilab._remote_sections import BucketSettings, RemoteSettings
 from omnilab._sections import (
     AgentSettings,
     BenchSettings,
@@ -39,11 +40,13 @@ from omnilab._sections import (
 __all__ = [
     "AgentSettings",
     "BenchSettings",
+    "BucketSettings",
     "ConfigError",
     "MediaSettings",
     "ModelSettings",
     "PerceptionSettings",
     "PerceptionToolSettings",
+    "RemoteSettings",
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
@@ -89,6 +92,8 @@ class Settings(BaseSettings):
 
     agents: AgentSettings = Field(default_factory=AgentSettings)
 
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -123,7 +128,9 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as e:
-        raise ConfigError(_describe(e)) from e
+        # pydantic's own message repeats the value: not chained for a store's settings.
+        secret = any(err["loc"][:1] == ("remote",) for err in e.errors())
+        raise ConfigError(_describe(e)) from (None if secret else e)
     except (OSError, ValueError) as e:  # unreadable TOML
         raise ConfigError(f"cannot read config file {config_file()}: {e}") from e
 
@@ -133,7 +140,9 @@ def _describe(err: ValidationError) -> str:
     dotted = ".".join(str(part) for part in first["loc"])
     env = "OMNILAB_" + "__".join(str(part) for part in first["loc"]).upper()
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return (
-        f"invalid setting {dotted} = {first.get('input')!r}: {first['msg']}{more}; "
-        f"fix {env} or {config_file()}"
-    )
+    shown = f" = {first.get('input')!r}"
+    if first["loc"][:1] == ("remote",):
+        # A store's settings may hold a key put where a name belongs: their values are not
+        # shown; the buckets' table is one variable (JSON).
+        shown, env = "", "OMNILAB_REMOTE__BUCKETS"
+    return f"invalid setting {dotted}{shown}: {first['msg']}{more}; fix {env} or {config_file()}"

@@ -36,6 +36,12 @@ class HttpStore:
     fail_from: int | None = None
     """When set, GETs of ranges starting at or past this byte answer 500."""
     denied: set[str] = field(default_factory=set)
+    token: str | None = None
+    """When set, a request without ``Authorization: Bearer <token>`` answers 401."""
+    authorizations: list[str] = field(default_factory=list)
+    """The ``Authorization`` header of every request ("" when none came)."""
+    redirects: dict[str, str] = field(default_factory=dict)
+    """Paths answered with a 302 to this URL."""
 
     def url(self, path: str, query: str = "") -> str:
         return f"{self.base}/{path}" + (f"?{query}" if query else "")
@@ -51,6 +57,17 @@ def _handler(store: HttpStore) -> type[BaseHTTPRequestHandler]:
 
         def _object(self) -> tuple[str, bytes] | None:
             path = self.path.split("?", 1)[0].lstrip("/")
+            given = self.headers.get("Authorization", "")
+            store.authorizations.append(given)
+            if path in store.redirects:
+                self.send_response(302)
+                self.send_header("Location", store.redirects[path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            if store.token is not None and given != f"Bearer {store.token}":
+                self.send_error(401)
+                return None
             if path in store.denied:
                 self.send_error(403)
                 return None
@@ -138,21 +155,36 @@ def s3_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         server.stop()
 
 
-@contextmanager
-def s3_auth(monkeypatch: pytest.MonkeyPatch, policy: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """moto's server (from :func:`s3_store`) enforcing IAM from now on, the AWS environment
-    pointing at a new user whose only rights are ``policy``; yields its key id and secret.
-
-    Auth is switched on through moto's ``/moto-api/reset-auth`` (no unauthenticated request
-    left) and off again afterwards (the server runs in this process: its setting is global)."""
+def iam_user(endpoint: str, policy: dict[str, Any]) -> tuple[str, str]:
+    """A new IAM user of moto's server whose only rights are ``policy``: its key id and secret
+    (made before auth is switched on: :func:`enforced_auth`)."""
     boto3 = pytest.importorskip("boto3")
-    endpoint = os.environ["AWS_ENDPOINT_URL"]
     iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1")
     # moto's state outlives one server in this process: a user of this test's own.
     user = f"reader-{uuid.uuid4().hex[:12]}"
     iam.create_user(UserName=user)
     iam.put_user_policy(UserName=user, PolicyName="reader", PolicyDocument=json.dumps(policy))
     key = iam.create_access_key(UserName=user)["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def read_policy(*buckets: str) -> dict[str, Any]:
+    """Reading (get, list) ``buckets`` and nothing else."""
+    resources = [f"arn:aws:s3:::{b}{tail}" for b in buckets for tail in ("", "/*")]
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": resources}
+        ],
+    }
+
+
+@contextmanager
+def enforced_auth(endpoint: str) -> Iterator[None]:
+    """moto's server at ``endpoint`` enforcing IAM while the block runs.
+
+    Auth is switched on through moto's ``/moto-api/reset-auth`` (no unauthenticated request
+    left) and off again afterwards (the server runs in this process: its setting is global)."""
 
     def reset(count: str) -> None:
         request = urllib_request.Request(
@@ -165,9 +197,19 @@ def s3_auth(monkeypatch: pytest.MonkeyPatch, policy: dict[str, Any]) -> Iterator
             assert response.status == 200
 
     reset("0")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
     try:
-        yield key["AccessKeyId"], key["SecretAccessKey"]
+        yield
     finally:
         reset("inf")
+
+
+@contextmanager
+def s3_auth(monkeypatch: pytest.MonkeyPatch, policy: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """moto's server (from :func:`s3_store`) enforcing IAM from now on, the AWS environment
+    pointing at a new user whose only rights are ``policy``; yields its key id and secret."""
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    key_id, secret = iam_user(endpoint, policy)
+    with enforced_auth(endpoint):
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key_id)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+        yield key_id, secret

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +66,8 @@ from omnilab.bench.run_dir import (
     write_atomic,
 )
 from omnilab.bench.scoring import Scorer
-from omnilab.config import get_settings
+from omnilab.config import BucketSettings, get_settings
+from omnilab.media._remote_fs import use_buckets
 from omnilab.models import Model, get_model, lift_concurrency
 from omnilab.tools.search_choice import check_search
 
@@ -260,8 +262,14 @@ class ExecutorRecipe:
     tasks_at_once: int | None = None
     sync_trajectories: bool = True
     trajectory_linger_s: float | None = None
+    buckets: dict[str, BucketSettings] | None = None
+    """The driver's ``remote.buckets``: a worker process reads buckets with these (names of
+    variables only, never a key; each node's environment holds the keys)."""
+    made_in: int = field(default_factory=os.getpid)
 
     def __call__(self) -> TaskExecutor:
+        if self.buckets is not None and os.getpid() != self.made_in:
+            use_buckets(self.buckets)
         return build_executor(
             self.config,
             self.components,
@@ -333,6 +341,7 @@ async def execute(
         tasks_at_once,
         sync_trajectories=False,
         trajectory_linger_s=TRAJECTORY_LINGER_S,
+        buckets=get_settings().remote.buckets,
     )
     # Build first: a bad model name or missing judge fails before the folder is touched.
     executor = recipe()

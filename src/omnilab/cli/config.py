@@ -55,6 +55,8 @@ def _masked(value: Any) -> Any:
         return "***" if value.get_secret_value() else ""
     if isinstance(value, dict):
         return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, BaseModel):  # a table of tables ([remote.buckets."s3://b"]): its set keys
+        return _masked(value.model_dump(mode="json", exclude_defaults=True))
     return value
 
 

@@ -397,7 +397,7 @@ def _call(url: str, op: Callable[[], T]) -> T:
                     MediaErrorCode.DENIED,
                     f"{shown}: no credentials found (set them the store's usual way: AWS "
                     "environment or profile, Google application default credentials, Azure "
-                    "environment)",
+                    "environment; or by bucket in [remote.buckets] of omnilab.toml)",
                     path=shown,
                 ) from None
             if status is None and transient(exc) and attempt < _RETRIES:
