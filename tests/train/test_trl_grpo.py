@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
-from trainkit import smollm2_for_training
+from trainkit import grpo_trainer, smollm2_for_training
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
@@ -29,9 +28,8 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
     pytest.importorskip("gguf")
     import torch
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
 
-    from omnilab.rl.trl import rollout_reward, trl_rollout_func
+    from omnilab.rl.trl import trl_rollout_func
 
     model, tokenizer = smollm2_for_training()
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
@@ -42,27 +40,12 @@ def test_grpo_trains_on_the_tokens_omnilab_sampled(tmp_path: Path) -> None:
         {"prompt": [[{"role": "user", "content": q}] for q, _ in tasks],
          "answer": [a for _, a in tasks]}
     )  # fmt: skip
-    seen: list[dict[str, Any]] = []
     inner = trl_rollout_func(
         agent="tir", model="local:smollm2", max_turns=1, run_root=tmp_path / "runs",
         agent_options={"generate": {"max_tokens": 24, "temperature": 1.0}},
         scorer="answer_in_reply", tools=[],
     )  # fmt: skip
-
-    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        out = inner(prompts, trainer)
-        seen.append(out)
-        return out
-
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
-        num_generations=2, learning_rate=1e-3, logging_steps=1, report_to=[],
-        save_strategy="no", use_cpu=True, max_completion_length=1024, beta=0.0,
-    )  # fmt: skip
-    trainer = GRPOTrainer(
-        model=model, args=args, train_dataset=data, processing_class=tokenizer,
-        reward_funcs=[rollout_reward], rollout_func=rollout_func,
-    )  # fmt: skip
+    trainer, seen = grpo_trainer(model, tokenizer, data, inner, tmp_path / "out")
     result = trainer.train()
     assert result.global_step == 2 and len(seen) >= 2
     logged = [h for h in trainer.state.log_history if "loss" in h]

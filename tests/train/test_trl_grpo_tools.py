@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trainkit import smollm2_for_training
+from trainkit import grpo_trainer, smollm2_for_training
 
 from omnilab.models.fake_server import FakeOpenAIServer, FakeReply, RecordedRequest
 
@@ -115,9 +115,8 @@ def test_grpo_trains_on_multi_turn_tool_rollouts(tmp_path: Path) -> None:
     pytest.importorskip("gguf")
     import torch
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
 
-    from omnilab.rl.trl import rollout_reward, trl_rollout_func
+    from omnilab.rl.trl import trl_rollout_func
 
     model, tok = smollm2_for_training()
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
@@ -126,7 +125,6 @@ def test_grpo_trains_on_multi_turn_tool_rollouts(tmp_path: Path) -> None:
         {"prompt": [[{"role": "user", "content": q}] for q, _ in tasks],
          "answer": [a for _, a in tasks]}
     )  # fmt: skip
-    seen: list[dict[str, Any]] = []
     batches: list[dict[str, Any]] = []
     with ScriptedPolicy(tok) as server:
         inner = trl_rollout_func(
@@ -134,20 +132,7 @@ def test_grpo_trains_on_multi_turn_tool_rollouts(tmp_path: Path) -> None:
             run_root=tmp_path / "runs", tools=["code_executor"], scorer="answer_set",
         )  # fmt: skip
 
-        def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-            out = inner(prompts, trainer)
-            seen.append(out)
-            return out
-
-        args = GRPOConfig(
-            output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
-            num_generations=2, learning_rate=1e-3, logging_steps=1, report_to=[],
-            save_strategy="no", use_cpu=True, max_completion_length=1024, beta=0.0,
-        )  # fmt: skip
-        trainer = GRPOTrainer(
-            model=model, args=args, train_dataset=data, processing_class=tok,
-            reward_funcs=[rollout_reward], rollout_func=rollout_func,
-        )  # fmt: skip
+        trainer, seen = grpo_trainer(model, tok, data, inner, tmp_path / "out")
         batch_of = trainer._generate_and_score_completions
 
         def capture(inputs: Any) -> dict[str, Any]:

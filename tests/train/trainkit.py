@@ -61,3 +61,32 @@ def smollm2_for_training() -> tuple[Any, Any]:
     model = AutoModelForCausalLM.from_config(config)
     model.load_state_dict(loaded.state_dict())
     return model, tokenizer
+
+
+def grpo_trainer(
+    model: Any, tokenizer: Any, data: Any, inner: Any, out: Path
+) -> tuple[Any, list[dict[str, Any]]]:
+    """TRL's GRPOTrainer for 2 steps, group 2, 4 prompts a step, on the CPU, with omnilab's
+    rollouts (``inner``, a ``trl_rollout_func``) and reward; also the list every rollout batch is
+    appended to, for the tests to inspect."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from omnilab.rl.trl import rollout_reward
+
+    seen: list[dict[str, Any]] = []
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        batch: dict[str, Any] = inner(prompts, trainer)
+        seen.append(batch)
+        return batch
+
+    args = GRPOConfig(
+        output_dir=str(out), max_steps=2, per_device_train_batch_size=4,
+        num_generations=2, learning_rate=1e-3, logging_steps=1, report_to=[],
+        save_strategy="no", use_cpu=True, max_completion_length=1024, beta=0.0,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=model, args=args, train_dataset=data, processing_class=tokenizer,
+        reward_funcs=[rollout_reward], rollout_func=rollout_func,
+    )  # fmt: skip
+    return trainer, seen

@@ -8,8 +8,10 @@ concurrency as asyncio tasks, so at most ``concurrency`` tasks are in flight. Ea
 its trajectory and workspace in the worker's own temporary folder; the trajectory's text (and
 the branch files of tree exploration) come back with the result and the driver alone writes
 them, with the results, into the run folder (so
-workers need no shared file system for the run folder; media paths must be readable on the
-workers: a shared file system, or the same paths on every node). Files the agent left in its
+workers need no shared file system for the run folder). Inputs at URLs (``s3://``, ``https://``...)
+are fetched by the worker that runs the task, into its node's media cache, with the driver's
+``[remote.buckets]`` settings; local media paths must be readable on the workers (a shared file
+system, or the same paths on every node). Files the agent left in its
 workspace stay on the worker and are removed. A worker that dies has its task retried once on a
 new worker (``bench.ray_task_retries``); after that the task fails with the error kept, and a
 resumed run tries it again. Closing the run (Ctrl-C, an error) kills the actors.
