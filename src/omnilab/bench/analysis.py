@@ -84,6 +84,8 @@ class ErrorAnalysis(BaseModel):
     """The same counts per Level (``(none)`` for tasks without one)."""
     skipped: dict[str, int] = Field(default_factory=dict)
     """Results not analysed, by reason (``correct``, ``undecided``, ``task not found``)."""
+    notices: list[str] = Field(default_factory=list)
+    """One line per run file that was refused (a trajectory that is a link, say)."""
 
 
 def parse_analysis(reply: str) -> tuple[list[str], str]:

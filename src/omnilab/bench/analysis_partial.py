@@ -4,6 +4,7 @@ Each line is ``{"analyst": NAME, "label": TaskErrorLabels}``; a cut-off last lin
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from types import TracebackType
@@ -11,6 +12,8 @@ from typing import IO
 
 from pydantic import ValidationError
 
+from omnilab import _wsread
+from omnilab._ownfolders import open_new
 from omnilab.bench.analysis import TaskErrorLabels
 from omnilab.bench.errors import BenchError
 
@@ -18,12 +21,13 @@ __all__ = ["PartialLabels", "read_partial_labels"]
 
 
 def read_partial_labels(path: Path, analyst: str) -> dict[tuple[str, int], TaskErrorLabels]:
-    """The labels ``analyst`` gave in an earlier, unfinished analysis (none if there was none)."""
+    """The labels ``analyst`` gave in an earlier, unfinished analysis (none if there was none).
+    Read as the run's other files are (no link followed, no FIFO, in a run marked untrusted)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
+        lines = _wsread.read_bytes(path).decode("utf-8", errors="replace").splitlines()
     except OSError as e:
+        if e.errno == errno.ENOENT:
+            return {}
         raise BenchError(f"cannot read {path}: {e.strerror or e}") from None
     known: dict[tuple[str, int], TaskErrorLabels] = {}
     for line in lines:
@@ -48,8 +52,7 @@ class PartialLabels:
 
     def __enter__(self) -> PartialLabels:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            self._file = open_new(self.path, append=True)  # a link at its name is refused
         except OSError as e:
             raise BenchError(f"cannot write {self.path}: {e.strerror or e}") from None
         return self

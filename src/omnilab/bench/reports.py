@@ -8,10 +8,12 @@ each task's trajectory (for the trace the analyst is shown).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from omnilab import _wsread
 from omnilab.bench.analysis import (
     ErrorAnalysis,
     LabelHook,
@@ -133,13 +135,16 @@ def compare_sources(a: Source, b: Source, *, groups: tuple[str, ...]) -> Compari
     )
 
 
-def trajectory_trace(run: RunDir, result: TaskResult) -> str:
+def trajectory_trace(run: RunDir, result: TaskResult, notices: list[str] | None = None) -> str:
     """The trace the analyst reads: the task's trajectory step by step (start and end kept
-    when it is very long), else the result alone (tool counts, error, output)."""
+    when it is very long), else the result alone (tool counts, error, output). A trajectory
+    that is there but refused (a link, a FIFO, a damaged file) adds one line to ``notices``."""
     path = run.trajectory_file(result.task_id, result.sample)
     try:
         text = render_text(read_trajectory(path), width=2000)
-    except TrajectoryError:
+    except TrajectoryError as e:
+        if notices is not None and os.path.lexists(path):
+            notices.append(f"{e}; task {result.task_id} analysed without its trajectory")
         return default_trace(result)
     return cut_text(text, _TRACE_CHARS, head_share=0.5, what="characters of the trace")
 
@@ -158,9 +163,14 @@ async def analyze_run(
 
     Each task's labels are appended to ``<that name>.partial.jsonl`` as they come, so a stopped
     analysis keeps what the analyst said: the next one by the same analyst reuses them, and
-    the file is removed once the analysis is written."""
+    the file is removed once the analysis is written.
+
+    The run may be another user's: its files are read as ``omnilab report`` reads them, never
+    through a link nor from a FIFO; a refused results file is a :class:`BenchError`, a refused
+    trajectory a line of ``notices`` (the task is analysed from its result alone)."""
     if source.run is None:
         raise BenchError("error analysis needs a run folder (it reads run.json and trajectories)")
+    _wsread.mark_untrusted(source.run)
     run = RunDir(source.run)
     config = run.read_config()
     loaded = load_dataset(
@@ -177,6 +187,7 @@ async def analyze_run(
     )
     partial = target.with_name(target.name.removesuffix(".json") + ".partial.jsonl")
     known = read_partial_labels(partial, analyst.name)
+    notices: list[str] = []
     with PartialLabels(partial, analyst.name, known) as saver:
 
         def got(label: TaskErrorLabels, done: int, total: int) -> None:
@@ -188,12 +199,13 @@ async def analyze_run(
             results,
             {t.id: t for t in loaded.tasks},
             analyst,
-            trace=lambda r: trajectory_trace(run, r),
+            trace=lambda r: trajectory_trace(run, r, notices),
             concurrency=concurrency,
             config=GenerateConfig(temperature=0.0, max_tokens=max_tokens),
             known=known,
             on_label=got,
         )
+    analysis = analysis.model_copy(update={"notices": notices})
     write_atomic(target, analysis.model_dump_json(indent=2) + "\n")
     partial.unlink(missing_ok=True)
     return analysis

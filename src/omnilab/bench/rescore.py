@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from omnilab import _wsread
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, summarize
@@ -193,8 +194,13 @@ async def rescore_run(
     ``name`` defaults to the scorer and judge names, made unique; a given ``name`` that exists is
     a :class:`BenchError` (scores are never overwritten). ``data`` replaces the dataset path
     stored in ``run.json`` (the answers are read from it).
+
+    The run may be another user's: its files are read as ``omnilab report`` reads them, never
+    through a link nor from a FIFO (a linked ``results.jsonl`` or trajectory is refused with a
+    one-line :class:`BenchError` or :class:`~omnilab.trajectory.TrajectoryError`).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
+    _wsread.mark_untrusted(run.path)
     config = run.read_config()
     results = run.results()
     if not results:

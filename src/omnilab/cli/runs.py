@@ -92,7 +92,8 @@ def score(
     json_out: JsonOpt = False,
 ) -> None:
     """Score a run's answers again (another judge, scorer or rule set) without running the
-    agent; writes scores/NAME.jsonl, never touching results.jsonl."""
+    agent; writes scores/NAME.jsonl, never touching results.jsonl. The run's files are read
+    without following links (it may be another user's): a linked results file is an error."""
     from omnilab.bench.scoring.judging import REFERENCE_RULES, STRICT_RULES
 
     named = {"strict": STRICT_RULES, "reference": REFERENCE_RULES}
@@ -230,7 +231,10 @@ def analyze(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json."""
+    """Label each failed task with OmniGAIA's error categories (B.6); writes analysis.json.
+
+    The run's files are read without following links (it may be another user's): a linked
+    results file is an error, a linked trajectory a notice (that task is judged from its result)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     source = open_source(run, scores)
@@ -248,6 +252,8 @@ def analyze(
                 max_tokens=max_tokens,
             )
         )
+    for notice in analysis.notices:  # a refused run file (a link, a FIFO): one line each
+        err_console().print(f"notice: {notice}", markup=False)
     if json_out:
         typer.echo(inert_json(analysis.model_dump_json(indent=2)))
         return
