@@ -214,3 +214,53 @@ def report_linked_trajectory(ctx: Ctx) -> Verdict:
     build_report([theirs], out)
     pages = "".join(p.read_text(errors="replace") for p in out.rglob("*.html"))
     return marker not in pages, "rendered root's trajectory" if marker in pages else "left out"
+
+
+@attack("score and analyze of a run whose files link to root's own run", ALL)
+def analyze_linked_files(ctx: Ctx) -> Verdict:
+    """Issue 42's closing note: ``omnilab score`` / ``analyze THEIR_RUN`` read links (analyze
+    sends trajectories to an analyst model): a linked trajectory must stay out of the analyst's
+    requests, a linked ``results.jsonl`` must be refused."""
+    import asyncio
+
+    root = _scratch(ctx)
+    from omnilab.bench.errors import BenchError
+    from omnilab.bench.reports import analyze_run, open_source
+    from omnilab.bench.rescore import rescore_run
+    from omnilab.models.providers import scripted
+    from omnilab.report.synthetic import write_synthetic_run
+
+    mine = write_synthetic_run(root / "roots-run", tasks=4, frames=1)
+    theirs = write_synthetic_run(root / "their-run", tasks=4, frames=1)  # task-0002 is wrong
+    marker = f"PRIVATE-{uuid.uuid4().hex}"
+    own = (theirs / "results.jsonl").read_bytes()
+    for name in ("trajectories/task-0002.jsonl", "results.jsonl"):
+        source = mine / name
+        source.write_text(source.read_text().replace("What colour", f"{marker} What colour"))
+        source.chmod(0o600)
+        (theirs / name).unlink()
+        (theirs / name).symlink_to(source)
+    data = root / "tasks.json"
+    ids = [f"task-{n:04d}" for n in range(4)]
+    data.write_text(json.dumps([{"id": i, "question": "q?", "answer": "a"} for i in ids]))
+    reply = json.dumps({"categories": ["Reasoning Error"], "explanation": "x"})
+    analyst = scripted.scripted_model([scripted.text(reply)] * 4, name="scripted:analyst")
+    said = []
+    for job in (
+        lambda: rescore_run(theirs, scorer_name="answer_set", judges=[], data=data),
+        lambda: analyze_run(open_source(theirs), analyst, data=data),
+    ):
+        try:
+            asyncio.run(job())
+            said.append("read")
+        except BenchError as exc:
+            said.append(f"refused: {str(exc)[-50:]}")
+    (theirs / "results.jsonl").unlink()  # analyze again, with the run's own results
+    (theirs / "results.jsonl").write_bytes(own)
+    analysis = asyncio.run(analyze_run(open_source(theirs), analyst, data=data))
+    adapter = analyst.adapter
+    assert isinstance(adapter, scripted.ScriptedAdapter)
+    sent = "".join(m.text for req in adapter.requests for m in req[0])
+    leaked = marker in sent or marker in (theirs / "analysis.json").read_text()
+    contained = not leaked and all(s.startswith("refused") for s in said[:2])
+    return contained, f"score {said[0]}; analyze {said[1]}; {'; '.join(analysis.notices)[:120]}"
