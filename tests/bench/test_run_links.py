@@ -213,3 +213,19 @@ def test_the_analyze_command_prints_one_notice_per_refused_file(
     notices = [line for line in result.output.splitlines() if line.startswith("notice:")]
     assert len(notices) == 1 and "t6.jsonl is a link" in notices[0]
     assert marker not in result.output and marker not in written(finished)
+
+
+def test_the_score_command_refuses_a_linked_run_json(
+    finished: Path, tmp_path: Path, marker: str
+) -> None:
+    config = RunDir(finished).config_file
+    text = config.read_text().replace('"scorer": "omnigaia"', f'"scorer": "{marker}"')
+    assert marker in text  # followed, it would name an unknown scorer: the marker in the error
+    plant(config, private(tmp_path, "run.json", text))
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps(["Correct"] * 6), encoding="utf-8")
+    result = CliRunner().invoke(app, ["score", str(finished), "--judge", f"scripted:{judge}"])
+    assert isinstance(result.exception, BenchError), result.output
+    assert "run.json is a link" in str(result.exception) and "\n" not in str(result.exception)
+    assert marker not in result.output and marker not in written(finished)
+    assert not (finished / "scores").exists()

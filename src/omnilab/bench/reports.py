@@ -13,7 +13,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from omnilab import _wsread
 from omnilab.bench.analysis import (
     ErrorAnalysis,
     LabelHook,
@@ -170,8 +169,7 @@ async def analyze_run(
     trajectory a line of ``notices`` (the task is analysed from its result alone)."""
     if source.run is None:
         raise BenchError("error analysis needs a run folder (it reads run.json and trajectories)")
-    _wsread.mark_untrusted(source.run)
-    run = RunDir(source.run)
+    run = RunDir(source.run).untrusted()
     config = run.read_config()
     loaded = load_dataset(
         config.dataset,

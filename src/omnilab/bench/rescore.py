@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from omnilab import _wsread
 from omnilab.bench.datasets import load_dataset
 from omnilab.bench.errors import BenchError
 from omnilab.bench.metrics import RunSummary, summarize
@@ -199,8 +198,7 @@ async def rescore_run(
     through a link nor from a FIFO (a linked ``results.jsonl`` or trajectory is refused with a
     one-line :class:`BenchError` or :class:`~omnilab.trajectory.TrajectoryError`).
     """
-    run = run if isinstance(run, RunDir) else RunDir(run)
-    _wsread.mark_untrusted(run.path)
+    run = (run if isinstance(run, RunDir) else RunDir(run)).untrusted()
     config = run.read_config()
     results = run.results()
     if not results:

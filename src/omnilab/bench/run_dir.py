@@ -327,6 +327,13 @@ class RunDir:
         """``scores/<name>.jsonl``."""
         return self.scores_dir / f"{name}.jsonl"
 
+    def untrusted(self) -> RunDir:
+        """This run, its files read from now on as another user's (no link followed on any
+        component beneath it, never from a FIFO: :func:`omnilab._wsread.mark_untrusted`), as
+        ``score``, ``analyze`` and ``report`` read runs that may be shared; returns itself."""
+        _wsread.mark_untrusted(self.path)
+        return self
+
     def is_run(self) -> bool:
         """Whether the folder holds a run (its ``run.json``)."""
         return self.config_file.is_file()

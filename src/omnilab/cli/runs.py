@@ -99,7 +99,7 @@ def score(
     named = {"strict": STRICT_RULES, "reference": REFERENCE_RULES}
     if rules is not None and rules not in named:
         raise BenchError(f"--rules {rules!r}: use strict or reference")
-    folder = RunDir(run)
+    folder = RunDir(run).untrusted()  # maybe another user's: no link followed, no FIFO
     stored = folder.read_config()
     chosen = scorer or stored.scorer
     judges = resolve_judges(chosen, split_values(judge))
