@@ -229,3 +229,19 @@ def test_the_score_command_refuses_a_linked_run_json(
     assert "run.json is a link" in str(result.exception) and "\n" not in str(result.exception)
     assert marker not in result.output and marker not in written(finished)
     assert not (finished / "scores").exists()
+
+
+def test_a_run_json_others_can_change_names_no_dataset_read_with_your_rights(
+    finished: Path, tmp_path: Path
+) -> None:
+    finished.chmod(0o777)  # anyone could replace run.json and name root's private dataset
+    with pytest.raises(BenchError, match=r"writable by other users.*pass the run's dataset"):
+        asyncio.run(rescore_run(finished, scorer_name="omnigaia", judges=[], scorer=lenient()))
+    with pytest.raises(BenchError, match=r"writable by other users.*pass the run's dataset"):
+        asyncio.run(analyze_run(open_source(finished), analyst()))
+    data = tmp_path / "data" / "tasks.json"  # named by the user: read
+    outcome = asyncio.run(
+        rescore_run(finished, scorer_name="omnigaia", judges=[], scorer=lenient(), data=data)
+    )
+    assert outcome.summary.pass_at_1.correct == 5
+    assert asyncio.run(analyze_run(open_source(finished), analyst(), data=data)).analysed == 3

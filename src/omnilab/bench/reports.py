@@ -173,7 +173,7 @@ async def analyze_run(
     config = run.read_config()
     loaded = load_dataset(
         config.dataset,
-        data or config.data,
+        run.dataset_file(config, data),
         media_root=config.media_root,
         allow_outside_media_root=config.allow_outside_media_root,
     )

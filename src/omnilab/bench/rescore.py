@@ -211,7 +211,7 @@ async def rescore_run(
     chosen = name or _free_name(run, _slug("-".join([scorer_name, *judges])))
     loaded = load_dataset(
         config.dataset,
-        data or config.data,
+        run.dataset_file(config, data),
         media_root=config.media_root,
         allow_outside_media_root=config.allow_outside_media_root,
     )

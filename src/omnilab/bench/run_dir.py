@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._ownfolders import private_folder
+from omnilab._trust import foreign_writer
 from omnilab._version import __version__
 from omnilab.agents.base import Budgets
 from omnilab.bench.errors import BenchError
@@ -333,6 +334,21 @@ class RunDir:
         ``score``, ``analyze`` and ``report`` read runs that may be shared; returns itself."""
         _wsread.mark_untrusted(self.path)
         return self
+
+    def dataset_file(self, config: RunConfig, data: Path | None = None) -> Path:
+        """The dataset the run's answers are read from: ``data`` (``--data``) when given, else
+        the one ``run.json`` names, unless someone else can change ``run.json`` (another
+        user's run: the file it names would be read with this user's rights), a
+        :class:`BenchError` asking for ``--data``."""
+        if data is not None:
+            return data
+        why = foreign_writer(self.config_file)
+        if why is not None:
+            raise BenchError(
+                f"{self.config_file} is {why}: the dataset it names is not read with your "
+                "rights; pass the run's dataset with --data"
+            )
+        return config.data
 
     def is_run(self) -> bool:
         """Whether the folder holds a run (its ``run.json``)."""
