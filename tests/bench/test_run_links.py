@@ -245,3 +245,14 @@ def test_a_run_json_others_can_change_names_no_dataset_read_with_your_rights(
     )
     assert outcome.summary.pass_at_1.correct == 5
     assert asyncio.run(analyze_run(open_source(finished), analyst(), data=data)).analysed == 3
+
+
+def test_score_writes_nothing_through_a_linked_scores_folder(
+    finished: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "private" / "etc"
+    elsewhere.mkdir(parents=True)
+    (finished / "scores").symlink_to(elsewhere)
+    with pytest.raises(BenchError, match=r"scores is a link; scores are not written"):
+        asyncio.run(rescore_run(finished, scorer_name="omnigaia", judges=[], scorer=lenient()))
+    assert list(elsewhere.iterdir()) == []

@@ -208,6 +208,8 @@ async def rescore_run(
             raise BenchError(f"scores name {name!r}: use letters, digits, '.', '_' and '-'")
         if run.scores_file(name).exists():
             raise BenchError(f"{run.scores_file(name)} exists; choose another --name")
+    if run.scores_dir.is_symlink():  # written only into the run's own folder
+        raise BenchError(f"{run.scores_dir} is a link; scores are not written through links")
     chosen = name or _free_name(run, _slug("-".join([scorer_name, *judges])))
     loaded = load_dataset(
         config.dataset,
