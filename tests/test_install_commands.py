@@ -81,3 +81,20 @@ def test_the_fix_names_the_same_flags_and_skips_every_cache(
     assert "-DGGML_AVX2=OFF" in local_runtime.reinstall_command()
     monkeypatch.setattr(local_runtime.platform, "machine", lambda: "aarch64")
     assert local_runtime.reinstall_command().startswith('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip')
+
+
+@pytest.mark.parametrize(("first", "code"), [("true && false && true", 1), ("true && true", 0)])
+def test_ci_stops_when_the_readme_test_command_fails(first: str, code: int) -> None:
+    """``set -e`` ignores a failure inside an ``&&`` list unless it is the list's last command,
+    so a failing ``pytest`` in the README's command once let ``.ci/run`` go on to its second
+    stage and exit 0: the line after the command must stop CI with the command's status."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    _, tests = _commands()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    guard = ci[ci.index(tests) + 1]
+    script = f"set -euo pipefail\n{first}\n{guard}\ntrue\n"
+    done = subprocess.run([bash, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == code
+    assert ("the README test command failed" in done.stderr) == bool(code)

@@ -67,7 +67,6 @@ from omnilab.bench.run_dir import (
 )
 from omnilab.bench.scoring import Scorer
 from omnilab.config import BucketSettings, get_settings
-from omnilab.media._remote_fs import use_buckets
 from omnilab.models import Model, get_model, lift_concurrency
 from omnilab.tools.search_choice import check_search
 
@@ -269,6 +268,10 @@ class ExecutorRecipe:
 
     def __call__(self) -> TaskExecutor:
         if self.buckets is not None and os.getpid() != self.made_in:
+            # Imported here: a text-only run's process loads nothing of omnilab.media
+            # (tests/bench/test_eval_imports.py); only a worker given buckets needs it.
+            from omnilab.media._remote_fs import use_buckets
+
             use_buckets(self.buckets)
         return build_executor(
             self.config,
