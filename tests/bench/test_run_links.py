@@ -256,3 +256,26 @@ def test_score_writes_nothing_through_a_linked_scores_folder(
     with pytest.raises(BenchError, match=r"scores is a link; scores are not written"):
         asyncio.run(rescore_run(finished, scorer_name="omnigaia", judges=[], scorer=lenient()))
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["metrics", "compare"])
+def test_metrics_and_compare_refuse_a_linked_results_file(
+    finished: Path, tmp_path: Path, marker: str, command: str
+) -> None:
+    clean = tmp_path / "clean-run"
+    shutil.copytree(finished, clean)
+    results = RunDir(finished).results_file
+    text = results.read_text().replace("pink", marker)
+    secret = private(tmp_path, "results", text)
+    plant(results, secret)
+    metrics = RunDir(finished).metrics_file.read_bytes()
+    args = [command, str(finished)] + ([str(clean)] if command == "compare" else [])
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, BenchError), result.output
+    assert "results.jsonl is a link" in str(result.exception)
+    assert "\n" not in str(result.exception)
+    assert marker not in result.output and marker not in written(finished)
+    assert RunDir(finished).metrics_file.read_bytes() == metrics  # nothing from the secret
+    assert secret.read_text() == text
+    # The clean copy still gives its metrics.
+    assert CliRunner().invoke(app, ["metrics", str(clean)]).exit_code == 0

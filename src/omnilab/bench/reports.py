@@ -57,10 +57,14 @@ class Source(BaseModel):
 
 def open_source(path: str | Path, scores: str | None = None) -> Source:
     """The results at ``path``: a run folder (with ``scores``, one of its re-scorings) or a
-    results file. Raises :class:`BenchError` for anything else."""
+    results file. Raises :class:`BenchError` for anything else.
+
+    The run folder (also the one a results file lies in) is read as another user's from here on
+    (:meth:`RunDir.untrusted`): ``metrics``, ``compare``, ``analyze`` and leaderboards read runs
+    that may be shared, and a link planted beneath one must not make them read its target."""
     path = Path(path)
     if path.is_dir():
-        run = RunDir(path)
+        run = RunDir(path).untrusted()
         if scores is not None:
             file = run.scores_file(scores)
             if not file.is_file() and run.scores_file(scores.replace("_", "-")).is_file():
@@ -81,6 +85,8 @@ def open_source(path: str | Path, scores: str | None = None) -> Source:
         # A re-scoring file inside a run folder still knows its run (for trajectories).
         parent = path.parent.parent if path.parent.name == "scores" else path.parent
         owner = parent if RunDir(parent).is_run() else None
+        if owner is not None:
+            RunDir(owner).untrusted()
         label = f"{parent.name}:{path.stem}" if path.parent.name == "scores" else path.stem
         return Source(label=label, results_file=path, run=owner)
     raise BenchError(f"{path} does not exist; give a run folder or a results .jsonl file")
