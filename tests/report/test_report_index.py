@@ -131,6 +131,31 @@ def test_error_analysis_and_missing_trajectories(run_a: Path, tmp_path: Path) ->
     assert not (out / "tasks" / "task-0005.html").exists()
 
 
+def test_a_linked_analysis_is_left_out_of_the_report(run_a: Path, tmp_path: Path) -> None:
+    """A run folder may be another user's: an ``analysis.json`` linked to a file of root's (here
+    a valid analysis naming a secret) is not read into the report, which goes on without it."""
+    import shutil
+
+    from omnilab.bench.analysis import ErrorAnalysis
+    from omnilab.report import build_report
+
+    run = tmp_path / "run"
+    shutil.copytree(run_a, run)
+    secret = tmp_path / "private" / "analysis.json"
+    secret.parent.mkdir(mode=0o700)
+    marker = "ROOT-ONLY-ANALYSIS-3f9c"
+    analysis = ErrorAnalysis(
+        labels=[], analysed=1, failures=0, frequencies={marker: 1}, by_level={}
+    )
+    secret.write_text(analysis.model_dump_json())
+    RunDir(run).analysis_file.symlink_to(secret)
+    out = tmp_path / "report"
+    build_report([run], out)
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert 'data-chart="analysis"' not in html
+    assert all(marker not in p.read_text(errors="replace") for p in out.rglob("*.*") if p.is_file())
+
+
 def test_step_notes_are_charted(report_a: Path) -> None:
     """Scaffolds' notes (here a confidence per turn): notes per task, and the noted numbers."""
     html = (report_a / "index.html").read_text(encoding="utf-8")

@@ -38,7 +38,9 @@ def _config(run: RunDir) -> RunConfig | None:
 
 def _analysis(run: RunDir) -> ErrorAnalysis | None:
     try:
-        return ErrorAnalysis.model_validate_json(run.analysis_file.read_text(encoding="utf-8"))
+        # Through the safe reader: in a run marked untrusted a linked analysis.json (or FIFO) is
+        # refused like any other file of the run, and the report goes on without it.
+        return ErrorAnalysis.model_validate_json(_wsread.read_bytes(run.analysis_file))
     except (OSError, ValidationError):
         return None
 
