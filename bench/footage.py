@@ -8,7 +8,13 @@ Lissajous path, light sensor noise, the frame index drawn like :func:`omnilab.me
 index_pattern` (so exactness checks can read it back), encoded with x264 ``veryfast``
 (3 B-frames with pyramid, CABAC, deblocking), 44.1 kHz stereo AAC.
 
-    python bench/footage.py OUT.mp4 [--minutes 2]
+    python bench/footage.py OUT.mp4 [--minutes 2] [--loops N]
+
+``--loops N`` makes long footage quickly: the generated minutes repeated N times by stream copy
+(30 minutes of this footage would take hours to encode on 2 cores). The decoder does the same
+work as on footage that never repeats (every GOP is decoded on its own); the drawn index repeats,
+so the container's ``comment`` says how many pictures one loop has (:func:`loop_frames`) and the
+exactness check compares the index modulo that.
 """
 
 from __future__ import annotations
@@ -105,6 +111,50 @@ def make_footage(path: Path, minutes: float) -> Path:
     return path
 
 
+LOOP_TAG = "omnilab footage loop frames="
+
+
+def loop_frames(path: Path) -> int | None:
+    """Pictures per loop of footage made with ``--loops`` (``None`` for footage that never repeats)."""
+    with av.open(str(path)) as c:
+        comment = str(c.metadata.get("comment", ""))
+    return int(comment[len(LOOP_TAG) :]) if comment.startswith(LOOP_TAG) else None
+
+
+def repeat(source: Path, out_path: Path, loops: int) -> Path:
+    """``source`` played ``loops`` times in one file, by stream copy (no re-encoding).
+
+    Each loop's timestamps are shifted by the source's duration. An audio packet that would not
+    come after the previous one (AAC's last frame runs past the video's end) is dropped, so
+    the soundtrack has a gap of at most one AAC frame per loop; the pictures are all kept.
+    """
+    with av.open(str(source)) as src:
+        video = src.streams.video[0]
+        assert video.time_base is not None and video.average_rate is not None
+        frames = video.frames or sum(1 for p in src.demux(video=0) if p.size)
+        duration = Fraction(frames) / Fraction(video.average_rate)
+        with av.open(str(out_path), "w") as out:
+            out.metadata["comment"] = f"{LOOP_TAG}{frames}"
+            streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+            last: dict[int, int] = {}
+            for k in range(loops):
+                src.seek(0)
+                for packet in src.demux():
+                    if packet.dts is None or packet.size == 0:
+                        continue
+                    tb = packet.time_base
+                    shift = int(duration * k / tb)
+                    pts = packet.pts if packet.pts is not None else packet.dts
+                    dts, pts = packet.dts + shift, pts + shift
+                    if dts <= last.get(packet.stream.index, -(1 << 62)):
+                        continue
+                    last[packet.stream.index] = dts
+                    packet.dts, packet.pts = dts, pts
+                    packet.stream = streams[packet.stream.index]
+                    out.mux(packet)
+    return out_path
+
+
 def ensure_footage(data_dir: Path, minutes: float) -> Path:
     """The footage file, made once into ``data_dir``."""
     path = data_dir / f"footage-{minutes:g}min-720p25-gop5-bframes.mp4"
@@ -127,8 +177,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--minutes", type=float, default=2.0)
+    parser.add_argument(
+        "--loops", type=int, default=1, help="repeat the footage this many times (stream copy)"
+    )
     args = parser.parse_args()
-    make_footage(args.out, args.minutes)
+    if args.loops <= 1:
+        make_footage(args.out, args.minutes)
+        return
+    once = args.out.with_name(f"{args.out.stem}.once{args.out.suffix}")
+    make_footage(once, args.minutes)
+    repeat(once, args.out, args.loops)
+    once.unlink()
 
 
 if __name__ == "__main__":

@@ -89,3 +89,28 @@ def test_the_baseline_row_runs_omnilab_from_the_given_source(
     assert peers.CHILD["omnilab"] in seen["cmd"]  # type: ignore[operator]
     assert got.cpu_s == 0.5 and got.exact == "not checked"
     assert peers.python_of("omnilab-baseline", tmp_path) == Path(sys.executable)
+
+
+def test_looped_footage_repeats_every_picture_and_says_its_period(
+    marked: Path, tmp_path: Path
+) -> None:
+    """``bench/footage.py --loops``: long footage by stream copy, every picture decodable in
+    order, and the exactness check compares indices within the loop."""
+    import av
+
+    footage = sys.modules["footage"]  # imported by media_peers from bench/
+    looped = footage.repeat(marked, tmp_path / "looped.mp4", 3)
+    with av.open(str(marked)) as c:
+        once = sum(1 for _ in c.decode(video=0))
+    with av.open(str(looped)) as c:
+        shown = [synth.read_index(f.to_image()) for f in c.decode(video=0)]
+    assert shown == list(range(once)) * 3
+    assert footage.loop_frames(looped) == once and footage.loop_frames(marked) is None
+    for k, index in enumerate((7, 8)):
+        Image.fromarray(synth.index_pattern(index, 160, 96)).save(tmp_path / f"{k}.jpg")
+    files = sorted(tmp_path.glob("*.jpg"))
+    peers.LOOP[:] = [once]
+    try:
+        assert peers._exactness("decord", tmp_path, files, [once + 7, 2 * once + 9]) == "1/2"
+    finally:
+        peers.LOOP.clear()
