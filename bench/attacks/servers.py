@@ -177,7 +177,7 @@ def mcp_sparse(ctx: Ctx) -> Verdict:
 @attack("serve --runs-dir is a link another user planted in /tmp", ALL)
 def serve_linked_runs_dir(ctx: Ctx) -> Verdict:
     """Issue 42's leftover: serve resolved ``--runs-dir`` before its ownership check, so alice's
-    link ``/tmp/runs`` (sticky ``/tmp``: the link is hers to repoint) made a private folder of
+    link ``runs`` in ``/tmp`` (sticky: the link is hers to repoint) made a private folder of
     root's the server's runs folder. Without root: a link in a folder every user can write."""
     from omnilab._ownfolders import UnsafeFolderError
     from omnilab.server.http import create_app
