@@ -5,9 +5,9 @@ by its absolute path with ``$OMNILAB_CONFIG`` (then the only file read), the env
 command line. Not trusted: the project's ``./omnilab.toml``, which came with whatever folder the
 command runs in, and a file a relative ``$OMNILAB_CONFIG`` names (``OMNILAB_CONFIG=omnilab.toml``
 in a shell profile names every clone's file in turn), until the user runs ``omnilab trust`` on
-that content. An untrusted file may set ordinary options;
-naming a security-relevant one (:data:`SECURITY_KEYS`, or a model that names a file) refuses the
-run with one line naming the key and the trust command.
+that content. An untrusted file may set ordinary options; naming a security-relevant one
+(:data:`SECURITY_KEYS`, or a model that names a file) refuses the run with one line naming the
+key and the trust command.
 """
 
 from __future__ import annotations

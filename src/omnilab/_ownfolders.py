@@ -108,7 +108,7 @@ def resolved_folder(path: str | Path, *, what: str) -> Path:
     so is a folder above it that another user owns or others can write (:func:`check_ancestors`),
     since whoever can change the link could point it anywhere between this check and a later
     use. Only then is it resolved, so only a link of this user's (or root's) is followed."""
-    given = Path(os.path.abspath(Path(path).expanduser()))  # noqa: PTH100 - lexical: no link followed
+    given = Path(os.path.abspath(Path(path).expanduser()))  # noqa: PTH100 - lexical, no link
     check_ancestors(given, what=what)
     try:
         st = os.lstat(given)

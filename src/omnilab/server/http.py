@@ -14,9 +14,10 @@
 - ``GET /v1/health``.
 
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
-trajectory. ``runs_dir`` is checked when the app is made, on the path as given (a link another
-user owns, or a folder above it that others can write, is refused: no link is followed before
-its owner is known), then resolved and made 0700 (:func:`omnilab._ownfolders.resolved_folder`); the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
+trajectory; the agent's workspace is removed when the run ends. ``runs_dir`` is checked when the
+app is made, on the path as given (a link another user owns, or a folder above it that others
+can write, is refused: no link is followed before its owner is known), then resolved and made
+0700 (:func:`omnilab._ownfolders.resolved_folder`). Uploads past ``max_upload_mb``
 (together, per request) are refused (413) and their partial files removed; referenced paths
 outside the media root (absolute, ``..``, or through a link) are refused (400). A client that
 disconnects from a stream cancels its run, which still records its end.
