@@ -153,3 +153,82 @@ def test_a_trust_store_another_user_owns_trusts_nothing(home: Path) -> None:
     os.chown(store, 0, 0)
     store.chmod(0o666)
     assert "sandbox.isolation" in _error()
+
+
+# Issue 42's leftover: a relative $OMNILAB_CONFIG (``export OMNILAB_CONFIG=omnilab.toml`` in a
+# shell profile) names whichever file the current folder holds: every clone's omnilab.toml was
+# read as the operator's own. It is now trusted only as a project's file is.
+
+
+def test_a_relative_explicit_config_is_not_trusted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("omnilab.toml").write_text(ROOT_CODE)  # the clone's file
+    monkeypatch.setenv("OMNILAB_CONFIG", "omnilab.toml")
+    error = _error()
+    assert "sandbox.isolation" in error and "OMNILAB_CONFIG=omnilab.toml is relative" in error
+    assert "absolute path" in error and "omnilab trust omnilab.toml" in error
+    assert "\n" not in error
+    Path("sub").mkdir()
+    for spelling in ("./omnilab.toml", "sub/../omnilab.toml"):
+        monkeypatch.setenv("OMNILAB_CONFIG", spelling)
+        assert "is relative" in _error(), spelling
+
+
+def test_a_relative_explicit_config_still_sets_ordinary_options(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("omnilab.toml").write_text("[media]\nmax_frames = 12\n")
+    monkeypatch.setenv("OMNILAB_CONFIG", "omnilab.toml")
+    get_settings.cache_clear()
+    assert get_settings().media.max_frames == 12
+
+
+def test_a_relative_explicit_config_is_trusted_once_its_content_is(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omnilab._trust import trust
+
+    Path("omnilab.toml").write_text(ROOT_CODE)
+    monkeypatch.setenv("OMNILAB_CONFIG", "omnilab.toml")
+    trust(Path("omnilab.toml"))
+    assert _taken() == "process"
+    Path("omnilab.toml").write_text(ROOT_CODE + "# edited\n")
+    assert "changed since it was trusted" in _error()
+
+
+def test_an_absolute_explicit_config_stays_the_operators(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("omnilab.toml").write_text(ROOT_CODE)
+    monkeypatch.setenv("OMNILAB_CONFIG", str(Path("omnilab.toml").absolute()))
+    assert _taken() == "process"
+
+
+def test_doctor_and_config_say_a_relative_explicit_config_is_untrusted(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from omnilab._config_files import describe_config
+    from omnilab.cli._console import inert_console
+    from omnilab.cli.doctor import print_config
+    from omnilab.cli.main import app
+
+    Path("omnilab.toml").write_text(ROOT_CODE)
+    monkeypatch.setenv("OMNILAB_CONFIG", "omnilab.toml")
+    (entry, _env) = describe_config()
+    assert entry["role"] == "explicit" and entry["trust"] == "untrusted"
+    assert entry["refused"] == ["sandbox.isolation", "sandbox.unsafe_process_as_root"]
+    assert "OMNILAB_CONFIG is relative" in entry["note"]
+    console = inert_console(highlight=False, record=True, width=300)
+    print_config(console, describe_config())
+    shown = console.export_text()
+    assert "untrusted" in shown and "OMNILAB_CONFIG is relative" in shown
+    Path("omnilab.toml").write_text("[media]\nmax_frames = 12\n")  # so `config` can run
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["config"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "(explicit, untrusted)" in result.output and "OMNILAB_CONFIG is relative" in result.output
+    )

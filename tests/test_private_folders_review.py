@@ -95,3 +95,68 @@ def test_a_media_cache_below_another_users_folder_is_refused(tmp_path: Path) -> 
     cache = MediaCache(shared / "cache" / "media", max_bytes=1 << 20)
     with pytest.raises(UnsafeFolderError, match="belongs to"), cache.lock("k" * 64):
         pass
+
+
+# Issue 42's leftover: a folder a group can write is another user's when the group is not this
+# user's own (the rule config files are trusted by: omnilab._trust.others_can_write). Its other
+# members can rename the run's folder away as well as any user could in a world-writable one.
+
+
+@root_only
+def test_runs_below_a_folder_another_group_can_write_are_refused(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    (team / "exp").mkdir(parents=True)
+    os.chown(team, 0, NOBODY)  # root's folder, but the nogroup group may write it
+    team.chmod(0o775)
+    with pytest.raises(UnsafeFolderError) as refused:
+        new_run_dir(team / "exp" / "runs")
+    message = str(refused.value)
+    assert f"lies in {team}, writable by group" in message and f"gid {NOBODY}" in message
+    assert "\n" not in message
+    assert not (team / "exp" / "runs").exists()
+
+
+@root_only
+def test_a_runs_folder_another_group_can_write_is_refused(tmp_path: Path) -> None:
+    from omnilab._ownfolders import private_folder
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    os.chown(runs, 0, NOBODY)
+    runs.chmod(0o770)
+    with pytest.raises(UnsafeFolderError, match="is writable by group"):
+        new_run_dir(runs)
+    with pytest.raises(UnsafeFolderError, match="is writable by group"):
+        private_folder(runs, what="--out folder")  # eval's RunDir.write_config
+
+
+@root_only
+def test_a_media_cache_below_a_folder_another_group_can_write_is_refused(tmp_path: Path) -> None:
+    from omnilab.media.cache import MediaCache
+
+    shared = tmp_path / "team"
+    shared.mkdir()
+    os.chown(shared, 0, NOBODY)
+    shared.chmod(0o775)
+    cache = MediaCache(shared / "cache" / "media", max_bytes=1 << 20)
+    with pytest.raises(UnsafeFolderError, match="writable by group"), cache.lock("k" * 64):
+        pass
+
+
+def test_a_folder_only_the_users_own_group_can_write_is_fine(tmp_path: Path) -> None:
+    """umask 002 gives a user's folders to their private group: still their own."""
+    own = tmp_path / "own"
+    own.mkdir()
+    os.chown(own, -1, os.getegid())
+    own.chmod(0o775)
+    folder = new_run_dir(own / "runs")
+    assert folder.is_dir()
+
+
+@root_only
+def test_a_sticky_folder_another_group_can_write_is_fine(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chown(shared, 0, NOBODY)
+    shared.chmod(0o1775)  # members may not rename what they do not own
+    assert new_run_dir(shared / "runs").is_dir()

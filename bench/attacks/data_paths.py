@@ -264,3 +264,29 @@ def analyze_linked_files(ctx: Ctx) -> Verdict:
     leaked = marker in sent or marker in (theirs / "analysis.json").read_text()
     contained = not leaked and all(s.startswith("refused") for s in said[:2])
     return contained, f"score {said[0]}; analyze {said[1]}; {'; '.join(analysis.notices)[:120]}"
+
+
+@attack("runs folder below a folder another group can write", ALL)
+def runs_in_group_folder(ctx: Ctx) -> Verdict:
+    """Issue 42's leftover: a team folder (``root:team 0775``) lets every member of ``team``
+    rename root's runs folder away and put theirs, holding links, in its place, as a
+    world-writable one lets every user."""
+    import os
+
+    root = _scratch(ctx)
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.api import new_run_dir
+
+    team = root / "team-folder"
+    team.mkdir()
+    others = [g for g in os.getgroups() if g != os.getegid()]
+    if os.geteuid() == 0 or others:
+        os.chown(team, -1, 65534 if os.geteuid() == 0 else others[0])  # a group not root's own
+        team.chmod(0o775)
+    else:
+        team.chmod(0o777)  # without root or a second group: a folder every user can write
+    try:
+        folder = new_run_dir(team / "exp" / "omnilab-runs")
+    except UnsafeFolderError as exc:
+        return True, f"refused: {str(exc)[-80:]}"
+    return False, f"run folder made at {folder}, which the group's members can swap"

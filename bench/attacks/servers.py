@@ -172,3 +172,28 @@ def mcp_sparse(ctx: Ctx) -> Verdict:
     finally:
         copies.close()
     return used < 16 * 1024**2, f"{problem or 'copied'}; {used >> 20} MiB on disk"
+
+
+@attack("serve --runs-dir is a link another user planted in /tmp", ALL)
+def serve_linked_runs_dir(ctx: Ctx) -> Verdict:
+    """Issue 42's leftover: serve resolved ``--runs-dir`` before its ownership check, so alice's
+    link ``runs`` in ``/tmp`` (sticky: the link is hers to repoint) made a private folder of
+    root's the server's runs folder. Without root: a link in a folder every user can write."""
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.server.http import create_app
+
+    scratch = ctx.root / f"serve-runs-{uuid.uuid4().hex[:8]}"
+    private = scratch / "private"
+    private.mkdir(parents=True, mode=0o700)
+    shared = scratch / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777 if os.geteuid() == 0 else 0o777)
+    link = shared / "runs"
+    link.symlink_to(private)
+    if os.geteuid() == 0:
+        os.lchown(link, 65534, 65534)
+    try:
+        create_app(runs_dir=link, token="t" * 32)
+    except UnsafeFolderError as exc:
+        return True, f"refused: {str(exc)[-90:]}"
+    return False, f"{private} (root's, 0700) became the server's runs folder through the link"

@@ -172,3 +172,26 @@ def foreign_trusted_file(ctx: Ctx) -> Verdict:
         except ConfigError:
             return True, "all three refused"
         return False, "another user's trust record trusted their project file"
+
+
+@attack("a relative OMNILAB_CONFIG makes every clone's omnilab.toml the operator's", ALL)
+def relative_explicit_config(ctx: Ctx) -> Verdict:
+    """Issue 42's leftover: ``export OMNILAB_CONFIG=omnilab.toml`` in the operator's profile
+    named the current folder's file as the operator's own, so a cloned project's file chose
+    the process level as root."""
+    risky = '[sandbox]\nisolation = "process"\nunsafe_process_as_root = true\n'
+    with clone(ctx, risky):
+        taken_by = []
+        for spelling in ("omnilab.toml", "./omnilab.toml"):
+            os.environ["OMNILAB_CONFIG"] = spelling
+            try:
+                get_settings.cache_clear()
+                Settings()
+                taken_by.append(spelling)
+            except ConfigError:
+                pass
+            finally:
+                os.environ.pop("OMNILAB_CONFIG", None)
+    if taken_by:
+        return False, f"OMNILAB_CONFIG={taken_by[0]} chose the process level from the clone"
+    return True, "both spellings refused"

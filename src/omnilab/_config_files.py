@@ -1,11 +1,13 @@
 """Configuration files and how far each is trusted (the layers under :mod:`omnilab.config`).
 
 Trusted: the user's own file (``$XDG_CONFIG_HOME/omnilab/omnilab.toml``), a file the user names
-with ``$OMNILAB_CONFIG`` (then the only file read), the environment and the command line. Not
-trusted: the project's ``./omnilab.toml``, which came with whatever folder the command runs in,
-until the user runs ``omnilab trust`` on that content. An untrusted file may set ordinary options;
-naming a security-relevant one (:data:`SECURITY_KEYS`, or a model that names a file) refuses the
-run with one line naming the key and the trust command.
+by its absolute path with ``$OMNILAB_CONFIG`` (then the only file read), the environment and the
+command line. Not trusted: the project's ``./omnilab.toml``, which came with whatever folder the
+command runs in, and a file a relative ``$OMNILAB_CONFIG`` names (``OMNILAB_CONFIG=omnilab.toml``
+in a shell profile names every clone's file in turn), until the user runs ``omnilab trust`` on
+that content. An untrusted file may set ordinary options; naming a security-relevant one
+(:data:`SECURITY_KEYS`, or a model that names a file) refuses the run with one line naming the
+key and the trust command.
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ class ConfigLayer:
     untrusted: its security-relevant settings are refused)."""
 
     @property
+    def relative(self) -> bool:
+        """Named by a relative ``$OMNILAB_CONFIG``: whichever file the current folder holds, so
+        trusted only as a project's file is (by ``omnilab trust`` on its content)."""
+        return self.role == "explicit" and not self.path.is_absolute()
+
+    @property
     def trusted(self) -> bool:
         """Whether every setting in it is taken."""
         return self.trust == "trusted"
@@ -141,8 +149,10 @@ def _layer(path: Path, role: _Role) -> ConfigLayer:
         raise ConfigError(str(e)) from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}") from None
-    trust: TrustState = trust_state(path, raw) if role == "project" else "trusted"
-    foreign = foreign_writer(path) if role != "project" else None
+    # A relative $OMNILAB_CONFIG is found in the current folder: trusted as a project's file.
+    by_content = role == "project" or not path.is_absolute()
+    trust: TrustState = trust_state(path, raw) if by_content else "trusted"
+    foreign = foreign_writer(path) if not by_content else None
     if foreign is not None:  # the operator named it, but someone else can write it
         trust = "untrusted"
     return ConfigLayer(path, role, exists=True, trust=trust, data=data, foreign=foreign)
@@ -165,11 +175,20 @@ def describe_config() -> list[dict[str, Any]]:
             entry
             | {"exists": layer.exists, "trust": layer.trust}
             | {"sets": layer.keys(), "refused": refused}
+            | ({"note": _relative_note(path)} if layer.relative else {})
         )
     names = sorted(k for k in os.environ if k.startswith("OMNILAB_") and k != "OMNILAB_CONFIG")
     found.append({"source": "environment", "role": "env", "exists": True, "trust": "trusted"})
     found[-1] |= {"sets": names, "refused": []}
     return found
+
+
+def _relative_note(path: Path) -> str:
+    """Why a file named by a relative ``$OMNILAB_CONFIG`` is trusted only as a project's is."""
+    return (
+        f"OMNILAB_CONFIG is relative: read from the current folder ({path.absolute()}), so "
+        "trusted only by `omnilab trust`; give an absolute path to trust your own file"
+    )
 
 
 def refused_keys(data: dict[str, Any]) -> list[str]:
@@ -198,6 +217,12 @@ def check_trust(layer: ConfigLayer) -> None:
         raise ConfigError(
             f"{layer.path} is {layer.foreign}, so it may not set {shown}: make it yours and "
             "writable only by you (chown, chmod go-w), or set these in OMNILAB_* variables or flags"
+        )
+    if layer.relative:
+        raise ConfigError(
+            f"OMNILAB_CONFIG={layer.path} is relative, so it names whichever file the current "
+            f"folder holds ({layer.path.absolute()}, {why}); it may not set {shown}: set "
+            f"OMNILAB_CONFIG to an absolute path, or run `omnilab trust {layer.path}`"
         )
     raise ConfigError(
         f"{layer.path} ({why}) sets {shown}, which only a trusted config may set: read it, then "

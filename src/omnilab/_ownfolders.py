@@ -7,8 +7,13 @@ files. So:
 
 - :func:`private_folder` makes a runs or cache folder (and missing parents) mode 0700, and
   refuses, with one line, one that is a link, not a folder, owned by another user, or writable
-  by others, or that lies below a folder another user owns or every user can write (no sticky
-  bit): they could swap the folder for theirs;
+  by others, or that lies below a folder another user owns or others can write (no sticky
+  bit): they could swap the folder for theirs. "Others can write" is the rule config files are
+  trusted by (:func:`omnilab._trust.others_can_write`): every user, or a group not the user's
+  own;
+- :func:`resolved_folder` is :func:`private_folder` for a folder the operator may name through
+  a link of their own (``serve --runs-dir``): the path as given is checked first, without
+  following a link, and only then resolved;
 - :func:`new_folder` makes a fresh 0700 folder inside such a folder;
 - :func:`omnilab._atomic.write_atomic` (the project's one atomic write) writes a new file
   beside its target, created ``O_EXCL | O_NOFOLLOW`` in the target's folder opened without
@@ -18,6 +23,7 @@ files. So:
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from omnilab._atomic import make_folders
+from omnilab._trust import others_can_write
 from omnilab.errors import OmnilabError
 
 __all__ = [
@@ -34,6 +41,7 @@ __all__ = [
     "new_folder",
     "open_new",
     "private_folder",
+    "resolved_folder",
 ]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -50,6 +58,20 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
+def _writers(st: os.stat_result) -> str | None:
+    """Who besides this user (and root) can add, remove or rename entries of the folder ``st``:
+    ``every user`` or ``group NAME (gid N)``; None when nobody, or when the sticky bit keeps
+    them to their own entries (``/tmp``)."""
+    if not others_can_write(st) or st.st_mode & stat.S_ISVTX:
+        return None
+    if st.st_mode & 0o002:
+        return "every user"
+    try:
+        return f"group {grp.getgrgid(st.st_gid).gr_name} (gid {st.st_gid})"
+    except KeyError:
+        return f"group gid {st.st_gid}"
+
+
 def check_folder(path: Path, *, what: str) -> None:
     """Refuses (:class:`UnsafeFolderError`) ``path`` unless it is a real folder of this user's
     that no other user can write."""
@@ -64,8 +86,9 @@ def check_folder(path: Path, *, what: str) -> None:
             f"{path} belongs to {_owner(st.st_uid)}, not to this user ({_owner(os.geteuid())}); "
             f"another user's folder could redirect the harness's writes{hint}"
         )
-    if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
-        raise UnsafeFolderError(f"{path} is writable by every user{hint}")
+    writers = _writers(st)
+    if writers is not None:
+        raise UnsafeFolderError(f"{path} is writable by {writers}{hint}")
 
 
 def private_folder(path: str | Path, *, what: str = "folder") -> Path:
@@ -78,12 +101,33 @@ def private_folder(path: str | Path, *, what: str = "folder") -> Path:
     return folder
 
 
+def resolved_folder(path: str | Path, *, what: str) -> Path:
+    """``path`` (``~`` expanded) with its links resolved, made 0700 or checked by
+    :func:`private_folder`; returns the resolved folder. The path as given is checked first,
+    without following a link: a link there that another user (not root) owns is refused, and
+    so is a folder above it that another user owns or others can write (:func:`check_ancestors`),
+    since whoever can change the link could point it anywhere between this check and a later
+    use. Only then is it resolved, so only a link of this user's (or root's) is followed."""
+    given = Path(os.path.abspath(Path(path).expanduser()))  # noqa: PTH100 - lexical, no link
+    check_ancestors(given, what=what)
+    try:
+        st = os.lstat(given)
+    except FileNotFoundError:
+        return private_folder(given, what=what)
+    if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.geteuid(), 0):
+        raise UnsafeFolderError(
+            f"{path} is a link owned by {_owner(st.st_uid)}, who could point it at any folder; "
+            f"remove it or choose another {what}"
+        )
+    return private_folder(os.path.realpath(given), what=what)
+
+
 def check_ancestors(path: Path, *, what: str) -> None:
     """Refuses (:class:`UnsafeFolderError`) ``path`` when a folder above it, on the path as
-    written or on the one it leads to, belongs to another user (not root) or every user can
-    write it without a sticky bit: whoever can write there can swap the run's folder for one of
-    theirs holding links, which writes by name follow (``O_NOFOLLOW`` covers the last
-    component only)."""
+    written or on the one it leads to, belongs to another user (not root) or others (every
+    user, or a group not this user's own) can write it without a sticky bit: whoever can write
+    there can swap the run's folder for one of theirs holding links, which writes by name
+    follow (``O_NOFOLLOW`` covers the last component only)."""
     hint = f"; choose another {what}" if what else ""
     me = os.geteuid()
     written = Path(os.path.abspath(path))  # noqa: PTH100 - lexical: links are checked too
@@ -98,8 +142,9 @@ def check_ancestors(path: Path, *, what: str) -> None:
                     f"{path} lies in {folder}, which belongs to {_owner(st.st_uid)}: that user "
                     f"could redirect the harness's writes{hint}"
                 )
-            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
-                raise UnsafeFolderError(f"{path} lies in {folder}, writable by every user{hint}")
+            writers = _writers(st) if stat.S_ISDIR(st.st_mode) else None
+            if writers is not None:
+                raise UnsafeFolderError(f"{path} lies in {folder}, writable by {writers}{hint}")
 
 
 def new_folder(parent: Path, name: str) -> Path:

@@ -25,6 +25,7 @@ __all__ = [
     "TrustState",
     "content_hash",
     "foreign_writer",
+    "others_can_write",
     "read_config_bytes",
     "revoke",
     "trust",
@@ -131,18 +132,20 @@ def foreign_writer(path: Path) -> str | None:
         return None  # gone since: whoever reads it says so
     if file.st_uid not in (me, 0):
         return f"owned by uid {file.st_uid}"
-    if _others_write(file):
+    if others_can_write(file):
         return f"writable by other users (mode {stat.S_IMODE(file.st_mode):o})"
     if folder.st_mode & stat.S_ISVTX:
         return None
     if folder.st_uid not in (me, 0):
         return f"in {real.parent}, owned by uid {folder.st_uid}"
-    if _others_write(folder):
+    if others_can_write(folder):
         return f"in {real.parent}, writable by other users"
     return None
 
 
-def _others_write(st: os.stat_result) -> bool:
+def others_can_write(st: os.stat_result) -> bool:
     """Writable by others, or by a group other than the user's own (umask 002 gives a user's
-    files to their private group: that is not someone else)."""
+    files to their private group: that is not someone else). The one rule for "another user can
+    change it": config files here, run and cache folders and those above them in
+    :mod:`omnilab._ownfolders`."""
     return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getegid()))

@@ -2,7 +2,8 @@
 ``OMNILAB_*`` environment variables < explicit arguments.
 
 Nothing is read at import time: call :func:`get_settings` when a value is needed.
-``$OMNILAB_CONFIG``, when set, names the only TOML file read. The project's ``./omnilab.toml`` is
+``$OMNILAB_CONFIG``, when set, names the only TOML file read (a relative one names the current
+folder's file, and is trusted only as a project's file is). The project's ``./omnilab.toml`` is
 not trusted until the user runs ``omnilab trust`` on it: until then it may set ordinary options
 only (:mod:`omnilab._config_files`). Nested fields use ``__`` in environment variables, e.g.
 ``OMNILAB_MEDIA__MAX_FRAMES=64``.

@@ -124,6 +124,8 @@ def config(
     for item in sources:
         state = item["trust"] if item["exists"] else "not found"
         console.print(f"config file: {escape(item['source'])} ({item['role']}, {state})")
+        if item.get("note"):
+            console.print(f"  {escape(item['note'])}", soft_wrap=True)
         from_file.update(_with_tables(item.get("sets", [])))
     table = Table("setting", "value", "source", "env var", box=None, padding=(0, 2))
     for r in rows:

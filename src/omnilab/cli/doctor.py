@@ -98,6 +98,8 @@ def print_config(console: Console, sources: list[dict[str, Any]]) -> None:
             f"  - {escape(item['source'])} ({item['role']}): [{style}]{trust}[/]{escape(hint)}",
             soft_wrap=True,
         )
+        if item.get("note"):
+            console.print(f"      [red]{escape(item['note'])}[/]", soft_wrap=True)
         if item.get("error"):
             console.print(f"      {escape(item['error'])}", soft_wrap=True)
         if item.get("sets"):

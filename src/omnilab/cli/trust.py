@@ -39,8 +39,10 @@ def trust_command(
     isolation and network, unsafe_* opt-ins, API keys and their routing, URLs that receive keys,
     cache and runs folders, models read from files such as scripted:FILE) refuses the run. Read
     the file first: trusting it lets it do all of that. Your own file
-    (~/.config/omnilab/omnilab.toml), $OMNILAB_CONFIG, OMNILAB_* variables and flags are always
-    trusted. The record is kept in your state folder (~/.local/state/omnilab).
+    (~/.config/omnilab/omnilab.toml), $OMNILAB_CONFIG as an absolute path, OMNILAB_* variables and
+    flags are trusted while only you can change them; a relative $OMNILAB_CONFIG (omnilab.toml)
+    names the current folder's file, which is trusted as a project's is: by this command. The
+    record is kept in your state folder (~/.local/state/omnilab).
     """
     console = inert_console(highlight=False, emoji=False)
     if list_:

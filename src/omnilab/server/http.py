@@ -14,7 +14,10 @@
 - ``GET /v1/health``.
 
 Each request gets a run folder under ``runs_dir`` holding its uploads (``inputs/``) and its
-trajectory; the agent's workspace is removed when the run ends. Uploads past ``max_upload_mb``
+trajectory; the agent's workspace is removed when the run ends. ``runs_dir`` is checked when the
+app is made, on the path as given (a link another user owns, or a folder above it that others
+can write, is refused: no link is followed before its owner is known), then resolved and made
+0700 (:func:`omnilab._ownfolders.resolved_folder`). Uploads past ``max_upload_mb``
 (together, per request) are refused (413) and their partial files removed; referenced paths
 outside the media root (absolute, ``..``, or through a link) are refused (400). A client that
 disconnects from a stream cancels its run, which still records its end.
@@ -51,6 +54,7 @@ from fastapi.responses import (
 from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
+from omnilab._ownfolders import resolved_folder
 from omnilab._private_paths import add_private_paths
 from omnilab._urls import is_remote
 from omnilab.agents.registry import AGENTS, agent_names
@@ -118,7 +122,8 @@ def create_app(
     ``Host`` header may carry besides loopback's.
     """
     policy = policy or ClientPolicy()
-    runs_dir = runs_dir.expanduser().resolve()
+    # Checked as given (a link of another user's is refused, never followed), then resolved.
+    runs_dir = resolved_folder(runs_dir, what="--runs-dir")
     root = media_root.expanduser().resolve() if media_root is not None else None
     if root is not None:
         _wsread.mark_untrusted(root)  # what requests name there is opened through no link
