@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
+from omnilab.errors import OmnilabError
 from omnilab.media._remote_fs import status_of, transient
 from omnilab.media._remote_index import (
     CachedObject,
@@ -120,7 +121,8 @@ def fetch(
     (a resumed run must not mix two versions of its inputs). ``progress(done, total)`` is
     called as bytes arrive. Raises :class:`MediaError` (``NOT_FOUND``, ``DENIED``,
     ``UNREACHABLE`` after retries, ``CHANGED``, ``CORRUPT`` on a failed check) and
-    :class:`OmnilabError` when the scheme's filesystem package is not installed.
+    :class:`OmnilabError` when the scheme's package (botocore, or fsspec's filesystem) is not
+    installed or a variable the bucket's settings name is unset.
     """
     obj = open_object(url)
     job = _Job(obj, url, cache if cache is not None else MediaCache.default())
@@ -380,7 +382,7 @@ def _call(url: str, op: Callable[[], T]) -> T:
     for attempt in range(_RETRIES + 1):
         try:
             return op()
-        except MediaError:
+        except OmnilabError:  # ours (a MediaError, a missing package): one line already
             raise
         except Exception as exc:  # every store's client raises its own types
             # fsspec's HTTP filesystem turns any failed HEAD/GET into FileNotFoundError, with
