@@ -166,7 +166,7 @@ def test_an_unreachable_s3_endpoint_is_retried_then_one_line(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-value")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     sleeps: list[float] = []
-    monkeypatch.setattr(remote.time, "sleep", sleeps.append)  # botocore's backoff too
+    monkeypatch.setattr(time, "sleep", sleeps.append)  # fetch's backoff and botocore's
     cache = MediaCache(tmp_path / "media", max_bytes=1 << 30)
     with pytest.raises(MediaError) as err:
         remote.fetch("s3://media/v.mp4?X-Amz-Signature=SECRET", cache=cache)
