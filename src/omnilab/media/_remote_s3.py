@@ -20,6 +20,7 @@ handed to the client only.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ _POOL = 32
 _RETRIES = {"mode": "standard", "total_max_attempts": 3}
 
 _LOCK = threading.Lock()
-_CLIENTS: dict[tuple[str, str], Any] = {}
+_CLIENTS: dict[tuple[int, str, str], Any] = {}
 
 
 class S3Object:
@@ -69,11 +70,12 @@ class S3Object:
     def client(self) -> Any:
         """The process's botocore client for this object's bucket settings (made on first
         use, inside the caller's retries: a credential chain's error is classified there)."""
+        ident = (os.getpid(), *self._ident)  # a forked child makes its own: no shared sockets
         with _LOCK:
-            made = _CLIENTS.get(self._ident)
+            made = _CLIENTS.get(ident)
             if made is None:
                 made = _make(self._found)
-                _CLIENTS[self._ident] = made
+                _CLIENTS[ident] = made
         return made
 
     def info(self) -> dict[str, Any]:
