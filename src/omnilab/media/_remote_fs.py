@@ -1,9 +1,10 @@
-"""The store side of :mod:`omnilab.media.remote`: one fsspec filesystem per scheme and bucket
-settings (``https://``, ``gs://``, ``az://``; ``s3://`` is read with botocore's own client,
-:mod:`._remote_s3`), bucket settings (``[remote.buckets]``) and the credential environment
-both read, and what a store's exception says (its HTTP status, whether it is worth another
-try). No message here holds a URL's query or user info, nor any credential: a bucket's settings
-name environment variables, whose values go to the store's client and nowhere else."""
+"""The store side of :mod:`omnilab.media.remote`: bucket settings (``[remote.buckets]``) and
+the credential environment, which every store's client is made from; one fsspec filesystem per
+scheme, bucket settings and credential environment (``https://``, ``gs://``, ``az://``;
+``s3://`` is read with botocore's own client, :mod:`._remote_s3`); and what a store's exception
+says (its HTTP status, whether it is worth another try). No message here holds a URL's query or
+user info, nor any credential: a bucket's settings name environment variables, whose values go
+to the store's client and nowhere else."""
 
 from __future__ import annotations
 

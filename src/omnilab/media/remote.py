@@ -14,9 +14,9 @@ where it stopped; it is renamed into place only when its size (and MD5 where the
 match and the object's version did not change meanwhile.
 
 Credentials come only from each store's standard chain (AWS environment/profile, Google ADC,
-Azure environment), read by botocore's S3 client (``s3://``) and fsspec's filesystems (the
-others; :mod:`._remote_object`) or from ``[remote.buckets]``; no message this module writes holds a URL's
-query or user info (:func:`public_url`), nor a library's own error text, which may.
+Azure environment) or ``[remote.buckets]``, read by botocore's S3 client (``s3://``) and
+fsspec's filesystems (the others; :mod:`._remote_object`); no message this module writes holds
+a URL's query or user info (:func:`public_url`), nor a library's own error text, which may.
 """
 
 from __future__ import annotations
