@@ -3,7 +3,7 @@
 Usage::
 
     python bench/remote_media.py [--tasks 50] [--seconds 20] [--concurrency 8] [--rounds 3]
-                                 [--large-objects 0] [--large-mib 64]
+                                 [--large-objects 0] [--large-mib 64] [--baseline SRC]
 
 Starts moto's S3 server (``moto_server``, the real S3 wire protocol) on 127.0.0.1 in its own
 process, uploads ``--tasks`` generated H.264+AAC videos, then runs, each in a fresh process,
@@ -19,6 +19,11 @@ With ``--large-objects N``, two more rows (``omnilab cold, large`` and ``aws cli
 fetch N objects of ``--large-mib`` MiB each (random bytes, uploaded in parts as the AWS client
 does past 8 MiB: their ETag is no MD5), as hour-long videos would be; the default rows are the
 same either way.
+
+``--baseline SRC`` adds ``omnilab cold, baseline`` rows (and ``..., large`` with large objects):
+the same cold fetch with ``SRC`` (the ``src`` folder of another checkout, e.g. ``git archive
+COMMIT src | tar -x -C DIR``) first on ``PYTHONPATH``, in the same interleaved rounds, for
+before/after figures against one server.
 
 Each contender first runs once unmeasured, so that all run with compiled bytecode (in a
 private ``PYTHONPYCACHEPREFIX``), as installed packages do.
@@ -139,6 +144,9 @@ def _child(role: str, keys: list[str], concurrency: int, cache: Path, out: Path)
 def _measure(
     role: str, args: argparse.Namespace, env: dict[str, str], cache: Path, keys: str = ""
 ) -> dict[str, float]:
+    if role == "baseline":  # omnilab, from the other checkout's source
+        env = {**env, "PYTHONPATH": os.pathsep.join([args.baseline, env.get("PYTHONPATH", "")])}
+        role = "omnilab"
     out = Path(tempfile.mkdtemp(prefix="omnilab-bench-aws-"))
     try:
         cmd = [sys.executable, __file__, "--child", role, "--keys", keys or args.keys_file]
@@ -164,6 +172,9 @@ def main() -> None:
         "--large-objects", type=int, default=0, help="Add rows fetching this many large objects."
     )
     parser.add_argument("--large-mib", type=int, default=64, help="Size of each large object.")
+    parser.add_argument(
+        "--baseline", help="Another checkout's src folder: adds 'omnilab cold, baseline' rows."
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keys", dest="keys_file", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
@@ -204,13 +215,18 @@ def main() -> None:
         }
         if large:
             rows |= {"omnilab cold, large": [], "aws client, large": []}
+        if args.baseline:
+            args.baseline = str(Path(args.baseline).resolve())
+            rows["omnilab cold, baseline"] = []
+            if large:
+                rows["omnilab cold, large, baseline"] = []
         # Each contender runs as an installed package does, its bytecode compiled: a private
         # bytecode folder (a source checkout under PYTHONDONTWRITEBYTECODE would compile
         # omnilab's modules anew in every process, while boto3's and s3fs's come compiled),
         # filled by one unmeasured run of each.
         env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")
-        for role in ("omnilab", "aws"):
+        for role in ("omnilab", "aws", "baseline") if args.baseline else ("omnilab", "aws"):
             _measure(role, args, env, work / "warm-up")
         shutil.rmtree(work / "warm-up", ignore_errors=True)
         load_start = os.getloadavg()[0]
@@ -220,12 +236,19 @@ def main() -> None:
             rows["omnilab warm"].append(_measure("omnilab", args, env, cache))
             rows["aws client"].append(_measure("aws", args, env, cache))
             shutil.rmtree(cache, ignore_errors=True)
+            if args.baseline:
+                rows["omnilab cold, baseline"].append(_measure("baseline", args, env, cache))
+                shutil.rmtree(cache, ignore_errors=True)
             if large:
                 rows["omnilab cold, large"].append(_measure("omnilab", args, env, cache, large))
                 rows["aws client, large"].append(_measure("aws", args, env, cache, large))
                 shutil.rmtree(cache, ignore_errors=True)
+            if large and args.baseline:
+                row = _measure("baseline", args, env, cache, large)
+                rows["omnilab cold, large, baseline"].append(row)
+                shutil.rmtree(cache, ignore_errors=True)
         print(
-            f"{'':19} {'wall s':>8} {'cpu s':>8} {'MiB downloaded':>15}  (median of {args.rounds})"
+            f"{'':29} {'wall s':>8} {'cpu s':>8} {'MiB downloaded':>15}  (median of {args.rounds})"
         )
         print(f"load average (1 min): {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} now")
         med = {
@@ -233,13 +256,16 @@ def main() -> None:
             for name, rs in rows.items()
         }
         for name, m in med.items():
-            print(f"{name:19} {m['wall']:8.2f} {m['cpu']:8.2f} {m['bytes'] / 2**20:15.1f}")
+            print(f"{name:29} {m['wall']:8.2f} {m['cpu']:8.2f} {m['bytes'] / 2**20:15.1f}")
         for suffix in ("", ", large") if large else ("",):
-            cold, aws = med[f"omnilab cold{suffix}"], med[f"aws client{suffix}"]
-            print(
-                f"cold overhead against the AWS client{suffix}: {cold['wall'] / aws['wall']:.2f}x "
-                f"wall, {cold['cpu'] / aws['cpu']:.2f}x cpu (target <= 1.2x)"
-            )
+            aws = med[f"aws client{suffix}"]
+            for who in ("", ", baseline") if args.baseline else ("",):
+                cold = med[f"omnilab cold{suffix}{who}"]
+                print(
+                    f"cold{who} overhead against the AWS client{suffix}: "
+                    f"{cold['wall'] / aws['wall']:.2f}x wall, {cold['cpu'] / aws['cpu']:.2f}x cpu "
+                    "(target <= 1.2x)"
+                )
     finally:
         server.terminate()
         server.wait(timeout=10)

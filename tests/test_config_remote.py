@@ -12,7 +12,8 @@ import pytest
 
 from omnilab._trust import trust
 from omnilab.config import BucketSettings, ConfigError, get_settings
-from omnilab.media import _remote_fs
+from omnilab.media import _remote_fs, _remote_s3
+from omnilab.media._remote_object import open_object
 from test_config_trust import project, settings_error
 
 __all__ = ["project"]  # the fixture, imported for the trust tests
@@ -139,25 +140,33 @@ def test_each_store_gets_its_clients_arguments(
     monkeypatch.setenv("CLIPS_ACCOUNT_KEY", "account-key-value")
     _configure(tmp_path, GOOD)
     buckets = get_settings().remote.buckets
-    options = {key: _remote_fs._options((key, b)) for key, b in buckets.items()}
+    # s3:// is read with botocore's client (omnilab.media._remote_s3), the others with fsspec's.
+    s3 = {key: _remote_s3.client_options((key, b)) for key, b in buckets.items() if "s3" in key}
+    assert s3 == {
+        "s3://alpha": (
+            None,
+            {
+                "endpoint_url": "http://127.0.0.1:9000",
+                "region_name": "eu-west-1",
+                "aws_access_key_id": "id-value",
+                "aws_secret_access_key": "secret-value",
+            },
+        ),
+        "s3://alpha/public": (None, {"unsigned": True}),
+    }
+    options = {key: _remote_fs._options((key, b)) for key, b in buckets.items() if "s3" not in key}
     assert options == {
-        "s3://alpha": {
-            "client_kwargs": {"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"},
-            "key": "id-value",
-            "secret": "secret-value",
-        },
-        "s3://alpha/public": {"anon": True},
         "gs://pictures": {"token": str(Path("~/keys/reader.json").expanduser())},
         "az://clips": {"account_name": "omnistore", "account_key": "account-key-value"},
     }
     profile = BucketSettings(profile="reader", session_token_env=None)
-    assert _remote_fs._options(("s3://b", profile)) == {"profile": "reader"}
+    assert _remote_s3.client_options(("s3://b", profile)) == ("reader", {})
 
 
 def test_a_named_variable_that_is_unset_is_one_line_naming_it(tmp_path: Path) -> None:
     _configure(tmp_path, GOOD)
     with pytest.raises(Exception) as caught:
-        _remote_fs.filesystem("s3://alpha/videos/v.mp4")
+        open_object("s3://alpha/videos/v.mp4")
     assert str(caught.value) == (
         "s3://alpha: environment variable ALPHA_KEY_ID is not set (remote.buckets names it "
         "for this bucket's key)"

@@ -34,8 +34,8 @@ __all__ = [
 REMOTE_SCHEMES: Mapping[str, str] = {
     "http": "aiohttp",
     "https": "aiohttp",
-    "s3": "s3fs",
-    "s3a": "s3fs",
+    "s3": "botocore",  # botocore's own client, not s3fs (omnilab.media._remote_s3 says why)
+    "s3a": "botocore",
     "gs": "gcsfs",
     "gcs": "gcsfs",
     "az": "adlfs",

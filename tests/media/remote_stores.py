@@ -136,7 +136,7 @@ def s3_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """moto's S3 server on loopback; yields a boto3 client for it (the AWS env points at it)."""
     boto3 = pytest.importorskip("boto3")
     server_mod = pytest.importorskip("moto.server")
-    pytest.importorskip("s3fs")
+    pytest.importorskip("botocore")  # what reads s3:// (omnilab.media._remote_s3)
     port = free_port()
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -3,7 +3,8 @@ cold-fetch cost: it was a HEAD, another HEAD inside s3fs's ``cat_file``, then th
 every guarantee of the look-up-first path: one download per URL on a machine, the version
 checked against a run's record, resume of a large object, a look-up first once a URL was seen.
 
-Against moto's S3 server on 127.0.0.1; requests are counted at s3fs's client call."""
+Against moto's S3 server on 127.0.0.1; requests are counted at the S3 client's calls (botocore's
+``before-call`` event; s3fs's ``_call_s3`` before S3 reads left s3fs)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from remote_stores import s3_store
 
 from omnilab.media import remote
-from omnilab.media._remote_fs import filesystem
+from omnilab.media._remote_s3 import s3_client
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode
 
@@ -41,18 +42,19 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
-def calls(s3: Any, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Every request s3fs's client sends, by operation (``head_object``, ``get_object``)."""
-    fs, _ = filesystem("s3://media/x")
+def calls(s3: Any) -> Iterator[Counter[str]]:
+    """Every request the S3 client sends, by operation (``head_object``, ``get_object``)."""
+    from botocore import xform_name
+
+    client = s3_client("s3://media/x")
     seen: Counter[str] = Counter()
-    real = fs._call_s3
 
-    async def counted(method: str, *args: Any, **kwargs: Any) -> Any:
-        seen[method] += 1
-        return await real(method, *args, **kwargs)
+    def counted(model: Any, **kwargs: Any) -> None:
+        seen[xform_name(model.name)] += 1
 
-    monkeypatch.setattr(fs, "_call_s3", counted)
-    return seen
+    client.meta.events.register("before-call.s3", counted)
+    yield seen
+    client.meta.events.unregister("before-call.s3", counted)
 
 
 def _blob(n: int, seed: int = 0) -> bytes:

@@ -1,8 +1,10 @@
-"""The store side of :mod:`omnilab.media.remote`: one fsspec filesystem per scheme, bucket
-settings (``[remote.buckets]``) and credential environment, and what a store's exception says
-(its HTTP status, whether it is worth another try). No message here holds a URL's query or user
-info, nor any credential: a bucket's settings name environment variables, whose values go to
-the store's client and nowhere else."""
+"""The store side of :mod:`omnilab.media.remote`: bucket settings (``[remote.buckets]``) and
+the credential environment, which every store's client is made from; one fsspec filesystem per
+scheme, bucket settings and credential environment (``https://``, ``gs://``, ``az://``;
+``s3://`` is read with botocore's own client, :mod:`._remote_s3`); and what a store's exception
+says (its HTTP status, whether it is worth another try). No message here holds a URL's query or
+user info, nor any credential: a bucket's settings name environment variables, whose values go
+to the store's client and nowhere else."""
 
 from __future__ import annotations
 
@@ -23,9 +25,19 @@ if TYPE_CHECKING:
 
     from omnilab._remote_sections import BucketSettings
 
-__all__ = ["bucket_settings", "filesystem", "status_of", "transient", "use_buckets"]
+__all__ = [
+    "bucket_env",
+    "bucket_settings",
+    "credential_fingerprint",
+    "filesystem",
+    "missing_package",
+    "settings_ident",
+    "status_of",
+    "transient",
+    "use_buckets",
+]
 
-_EXTRA = {"s3fs": "s3", "gcsfs": "gcs", "adlfs": "azure", "aiohttp": "http"}
+_EXTRA = {"botocore": "s3", "gcsfs": "gcs", "adlfs": "azure", "aiohttp": "http"}
 
 
 def use_buckets(buckets: Mapping[str, BucketSettings] | None) -> None:
@@ -80,25 +92,24 @@ def _remote_configured() -> bool:
 
 
 def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
+    """The fsspec filesystem that reads ``url`` (not ``s3://``: :mod:`._remote_s3`) and the
+    path of the object in it."""
     scheme = url.partition("://")[0].lower()
     package = REMOTE_SCHEMES.get(scheme)
     if package is None:
         raise OmnilabError(f"not a URL omnilab reads: {public_url(url)}")
+    if store_of(scheme) == "s3":
+        raise ValueError("s3:// objects are read with botocore's client (omnilab.media._remote_s3)")
     try:
         from fsspec.core import url_to_fs
     except ImportError:
-        raise OmnilabError(_missing(scheme, package)) from None
+        raise OmnilabError(missing_package(scheme, package)) from None
     found = bucket_settings(url)
-    # Making a store's client costs most of a small fetch (S3: ~0.6 s of service models), so
-    # one filesystem per scheme and bucket settings serves the process, made anew when the
-    # credential environment changes (fsspec's own instance cache would not notice that). The
-    # object's listing cache is dropped before each look-up, so a changed object is seen.
-    names = found[1].credentials() if found is not None else []
-    ident = (
-        scheme,
-        found[0] + "\0" + found[1].model_dump_json() if found is not None else "",
-        _credential_fingerprint(names),
-    )
+    # Making a store's client costs most of a small fetch, so one filesystem per scheme and
+    # bucket settings serves the process, made anew when the credential environment changes
+    # (fsspec's own instance cache would not notice that). The object's listing cache is
+    # dropped before each look-up, so a changed object is seen.
+    ident = (scheme, *settings_ident(found))
     # Made under the lock: concurrent tasks' first fetches would otherwise each make a client.
     with _FS_LOCK:
         fs = _FILESYSTEMS.get(ident)
@@ -107,11 +118,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
             try:
                 fs, path = url_to_fs(url, skip_instance_cache=True, **options)
             except ImportError:
-                raise OmnilabError(_missing(scheme, package)) from None
-            connect = getattr(fs, "connect", None)  # s3fs makes its client on first use
-            if callable(connect):
-                with contextlib.suppress(Exception):  # a store error is reported by the call
-                    connect()
+                raise OmnilabError(missing_package(scheme, package)) from None
             _FILESYSTEMS[ident] = fs
         else:
             path = fs._strip_protocol(url)  # what url_to_fs gives (HTTP keeps the whole URL)
@@ -120,29 +127,21 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     return fs, str(path)
 
 
+def settings_ident(found: tuple[str, BucketSettings] | None) -> tuple[str, str]:
+    """What a store's client is kept under: the bucket's key and settings, and a hash of the
+    credential environment (so a changed key or endpoint in the environment makes a new one)."""
+    names = found[1].credentials() if found is not None else []
+    settings = found[0] + "\0" + found[1].model_dump_json() if found is not None else ""
+    return settings, credential_fingerprint(names)
+
+
 def _options(found: tuple[str, BucketSettings]) -> dict[str, Any]:
-    """The store client's arguments for a bucket's settings (s3fs, gcsfs, adlfs)."""
+    """The store client's arguments for a bucket's settings (gcsfs, adlfs, HTTP)."""
     key, b = found
     store = store_of(key.partition("://")[0])
-    env = {name: _env(key, name) for name in b.credentials()}
+    env = {name: bucket_env(key, name) for name in b.credentials()}
     options: dict[str, Any] = {}
-    if store == "s3":
-        client: dict[str, str] = {}
-        if b.endpoint_url:
-            client["endpoint_url"] = b.endpoint_url
-        if b.region:
-            client["region_name"] = b.region
-        if client:
-            options["client_kwargs"] = client
-        if b.anonymous:
-            options["anon"] = True
-        if b.profile:
-            options["profile"] = b.profile
-        if b.key_id_env and b.secret_env:
-            options["key"], options["secret"] = env[b.key_id_env], env[b.secret_env]
-        if b.session_token_env:
-            options["token"] = env[b.session_token_env]
-    elif store == "gs":
+    if store == "gs":
         if b.endpoint_url:
             options["endpoint_url"] = b.endpoint_url
         if b.anonymous:
@@ -162,7 +161,8 @@ def _options(found: tuple[str, BucketSettings]) -> dict[str, Any]:
     return options
 
 
-def _env(key: str, name: str) -> str:
+def bucket_env(key: str, name: str) -> str:
+    """The value of ``name``, a variable bucket ``key``'s settings name; one line when unset."""
     value = os.environ.get(name)
     if not value:
         raise OmnilabError(
@@ -172,11 +172,11 @@ def _env(key: str, name: str) -> str:
     return value
 
 
-def _missing(scheme: str, package: str) -> str:
+def missing_package(scheme: str, package: str) -> str:
     return f"reading {scheme}:// URLs needs {package}: pip install 'omnilab[{_EXTRA[package]}]'"
 
 
-_FILESYSTEMS: dict[tuple[str, str, str], AbstractFileSystem] = {}
+_FILESYSTEMS: dict[tuple[str, ...], AbstractFileSystem] = {}
 _FS_LOCK = threading.Lock()
 _INSTALLED: dict[str, BucketSettings] | None = None
 _CREDENTIAL_PREFIXES = (
@@ -190,7 +190,7 @@ _CREDENTIAL_PREFIXES = (
 )
 
 
-def _credential_fingerprint(names: list[str]) -> str:
+def credential_fingerprint(names: list[str]) -> str:
     """A hash of the environment that selects endpoints and credentials, with the variables
     ``names`` (a bucket's keys): never the values themselves."""
     h = hashlib.sha256()

@@ -14,8 +14,9 @@ where it stopped; it is renamed into place only when its size (and MD5 where the
 match and the object's version did not change meanwhile.
 
 Credentials come only from each store's standard chain (AWS environment/profile, Google ADC,
-Azure environment), read by fsspec's filesystems; no message this module writes holds a URL's
-query or user info (:func:`public_url`), nor a library's own error text, which may.
+Azure environment) or ``[remote.buckets]``, read by botocore's S3 client (``s3://``) and
+fsspec's filesystems (the others; :mod:`._remote_object`); no message this module writes holds
+a URL's query or user info (:func:`public_url`), nor a library's own error text, which may.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from omnilab._urls import REMOTE_SCHEMES, is_remote, public_url
-from omnilab.media._remote_fs import filesystem, status_of, transient
-from omnilab.media._remote_get import first_range, range_into, ranged_gets
+from omnilab.errors import OmnilabError
+from omnilab.media._remote_fs import status_of, transient
 from omnilab.media._remote_index import (
     CachedObject,
     cached_objects,
@@ -50,11 +51,9 @@ from omnilab.media._remote_index import (
     url_lock_key,
     write_private,
 )
+from omnilab.media._remote_object import RemoteObject, open_object
 from omnilab.media.cache import MediaCache
 from omnilab.media.errors import MediaError, MediaErrorCode
-
-if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem
 
 __all__ = [
     "REMOTE_SCHEMES",
@@ -103,8 +102,8 @@ class Fetched:
 
 def stat_remote(url: str) -> ObjectVersion:
     """The object's current version and size (one request; retried on transient errors)."""
-    fs, path = filesystem(url)
-    return _version(_call(url, lambda: fs.info(path)))
+    obj = open_object(url)
+    return _version(_call(url, obj.info))
 
 
 def fetch(
@@ -122,16 +121,17 @@ def fetch(
     (a resumed run must not mix two versions of its inputs). ``progress(done, total)`` is
     called as bytes arrive. Raises :class:`MediaError` (``NOT_FOUND``, ``DENIED``,
     ``UNREACHABLE`` after retries, ``CHANGED``, ``CORRUPT`` on a failed check) and
-    :class:`OmnilabError` when the scheme's filesystem package is not installed.
+    :class:`OmnilabError` when the scheme's package (botocore, or fsspec's filesystem) is not
+    installed or a variable the bucket's settings name is unset.
     """
-    fs, path = filesystem(url)
-    job = _Job(fs, path, url, cache if cache is not None else MediaCache.default())
+    obj = open_object(url)
+    job = _Job(obj, url, cache if cache is not None else MediaCache.default())
     opts = _Opts(max(1, workers), max(1 << 16, chunk_bytes), progress)
-    if ranged_gets(fs) and not seen(job.store, job.shown):
+    if obj.ranged and not seen(job.store, job.shown):
         got = _first_fetch(job, expect, opts)  # one GET: version and bytes (see _remote_get)
         if got is not None:
             return got
-    version = _version(_call(url, lambda: fs.info(path)))
+    version = _version(_call(url, obj.info))
     _check(job.shown, expect, version)
     key, suffix = entry_key(job.shown, version.tag), suffix_of(job.shown)
     hit = job.store.get(key, suffix)
@@ -149,8 +149,7 @@ def fetch(
 
 @dataclass(frozen=True)
 class _Job:
-    fs: AbstractFileSystem
-    path: str
+    obj: RemoteObject
     url: str
     store: MediaCache
 
@@ -175,7 +174,7 @@ def _first_fetch(job: _Job, expect: ObjectVersion | None, opts: _Opts) -> Fetche
         if seen(job.store, shown):
             return None
         mark_seen(job.store, shown)  # from now on a look-up first: a resume, or a hit
-        first = _call(job.url, lambda: first_range(job.fs, job.path, opts.chunk))
+        first = _call(job.url, lambda: job.obj.first_range(opts.chunk))
         if first is None:
             return None
         version = _version(first[0])
@@ -204,7 +203,7 @@ def _download(job: _Job, version: ObjectVersion, first: bytes | None, opts: _Opt
     final = job.store.path_for(key, suffix)
     final.parent.mkdir(mode=0o700, exist_ok=True)
     part = final.with_name(f"{key}{_PART}{suffix}")
-    download = _Download(job.fs, job.path, job.url, version, part)
+    download = _Download(job.obj, job.url, version, part)
     got = download.run(opts, first)
     download.part.replace(final)
     download.record.unlink(missing_ok=True)
@@ -215,10 +214,8 @@ def _download(job: _Job, version: ObjectVersion, first: bytes | None, opts: _Opt
 class _Download:
     """One object into one partial file, range by range, resumable from its record."""
 
-    def __init__(
-        self, fs: AbstractFileSystem, path: str, url: str, version: ObjectVersion, part: Path
-    ) -> None:
-        self.fs, self.path, self.url, self.version, self.part = fs, path, url, version, part
+    def __init__(self, obj: RemoteObject, url: str, version: ObjectVersion, part: Path) -> None:
+        self.obj, self.url, self.version, self.part = obj, url, version, part
         self.record = part.with_name(part.name + ".json")
         self._lock = threading.Lock()
         self._whole: bytes | None = None  # the object's bytes, when one range held them
@@ -266,7 +263,7 @@ class _Download:
             os.close(fd)
         if verified:
             return got  # the bytes are the looked-up version's (its MD5): no second look-up
-        now = _version(_call(self.url, lambda: self.fs.info(self.path)))
+        now = _version(_call(self.url, self.obj.info))
         if now.tag != self.version.tag:
             self.part.unlink(missing_ok=True)
             self.record.unlink(missing_ok=True)
@@ -287,14 +284,14 @@ class _Download:
 
     def _fill(self, fd: int, start: int, end: int, *, single: bool) -> int:
         """Bytes ``[start, end)`` into ``fd``; a single range is also kept (for its MD5)."""
-        if single and not ranged_gets(self.fs):  # a server without byte ranges still serves
-            data = _call(self.url, lambda: self.fs.cat_file(self.path))
-        elif not single and ranged_gets(self.fs):  # S3: streamed into the file as it comes
-            count = _call(self.url, lambda: range_into(self.fs, self.path, start, end, fd))
+        if single and not self.obj.ranged:  # a server without byte ranges still serves
+            data = _call(self.url, self.obj.read)
+        elif not single and self.obj.ranged:  # S3: streamed into the file as it comes
+            count = _call(self.url, lambda: self.obj.range_into(start, end, fd))
             self._check_count(count, start, end)
             return count
         else:
-            data = _call(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
+            data = _call(self.url, lambda: self.obj.read(start, end))
         self._check_count(len(data), start, end)
         os.pwrite(fd, data, start)
         if single:
@@ -385,7 +382,7 @@ def _call(url: str, op: Callable[[], T]) -> T:
     for attempt in range(_RETRIES + 1):
         try:
             return op()
-        except MediaError:
+        except OmnilabError:  # ours (a MediaError, a missing package): one line already
             raise
         except Exception as exc:  # every store's client raises its own types
             # fsspec's HTTP filesystem turns any failed HEAD/GET into FileNotFoundError, with
