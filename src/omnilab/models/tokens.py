@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.model import Model
 from omnilab.models.token_media import chat_images
+from omnilab.models.token_trace import id_array
 
 __all__ = [
     "MediaTokenBackend",
@@ -114,9 +115,33 @@ class TokenPrompt:
     """The :func:`~omnilab.models.token_trace.digest` of the base, when the ledger knows it."""
 
 
+def _message_bytes(message: dict[str, Any]) -> bytes:
+    # A text message (the usual case) as its two strings, anything else as sorted JSON; each
+    # tagged, and every piece led by its length, so no two different chats hash alike.
+    role, content = message.get("role"), message.get("content")
+    if len(message) == 2 and isinstance(role, str) and isinstance(content, str):
+        pieces = [b"t", role.encode(), content.encode()]
+    else:
+        dumped = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+        pieces = [b"j", dumped.encode()]
+    return b"".join(len(p).to_bytes(8, "little") + p for p in pieces)
+
+
+def _keys(chat: Chat, cuts: Sequence[int]) -> dict[int, str]:
+    """The key of ``chat[:cut]`` for each cut: one running hash over the messages, read at
+    each cut (a long conversation is hashed once per call, not once per earlier answer)."""
+    wanted = set(cuts)
+    running = hashlib.sha256()
+    found: dict[int, str] = {}
+    for at in range(max(wanted, default=0)):
+        running.update(_message_bytes(chat[at]))
+        if at + 1 in wanted:
+            found[at + 1] = running.copy().hexdigest()
+    return found
+
+
 def _key(chat: Chat) -> str:
-    text = json.dumps(chat, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _keys(chat, [len(chat)])[len(chat)]
 
 
 class TokenLedger:
@@ -132,17 +157,18 @@ class TokenLedger:
         new messages' template text tokenized; else the whole chat tokenized. ``pictures``:
         what the chat's image blocks name (needs a :class:`MediaTokenBackend`)."""
         images = [(pictures or {})[k] for k in chat_images(chat)]
-        for cut in range(len(chat) - 1, 0, -1):
-            if chat[cut - 1].get("role") != "assistant":
-                continue  # only chats an answer ends are remembered: no key to look up
-            key = _key(chat[:cut])
+        # Only chats an answer ends are remembered: those are the keys to look up.
+        cuts = [c for c in range(len(chat) - 1, 0, -1) if chat[c - 1].get("role") == "assistant"]
+        keys = _keys(chat, cuts) if cuts else {}
+        for cut in cuts:
+            key = keys[cut]
             found = self._seen.get(key)
             if found is None:
                 continue
             self._seen.move_to_end(key)
             tail = await self._continuation(chat, cut, found[1])
             if tail is not None:
-                base = list(found[0])
+                base = found[0].tolist()
                 new = images[len(images) - len(chat_images(chat[cut:])) :]
                 ids = await self._encode(tail, new, first=False)
                 return TokenPrompt([*base, *ids], len(base), images, found[2])
@@ -184,13 +210,14 @@ class TokenLedger:
         self, chat: Chat, sequence: Sequence[int], *, closed: bool, digest: str | None = None
     ) -> None:
         """Record that the answer ending ``chat`` (its last message) completes ``sequence``
-        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known);
+        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known; a
+        ``uint32`` array is kept as it is, not copied: the caller must not change it);
         ``closed``: the model sampled the end-of-turn token itself (else the template's end of
         the turn is template tokens)."""
         if not chat or chat[-1].get("role") != "assistant":
             return
         key = _key(chat)
-        self._seen[key] = (array("I", sequence), closed, digest)
+        self._seen[key] = (id_array(sequence), closed, digest)
         self._seen.move_to_end(key)
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)

@@ -1,0 +1,139 @@
+"""What the token-exact path does to cost less must not change what it records: ``rollout``'s
+rows, made from the traces its scaffold returned, equal the rows read back from the run folder;
+the ledger's conversation keys tell chats apart as the JSON keys did; a trace built from arrays
+is the trace built from lists. A small aiohttp server stands in for vLLM's ``/completions``; a
+ChatML character tokenizer for the policy's."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from array import array
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from test_token_sequences import ChatML
+
+from omnilab.agents import get_agent
+from omnilab.agents.base import Budgets
+from omnilab.models.token_trace import TokenTrace, digest
+from omnilab.models.tokens import _key, _keys
+from omnilab.rl import Rollout, rollout, rollouts_of_run
+from omnilab.rl.recorded import RecordingAgent
+
+rollout_module = importlib.import_module("omnilab.rl.rollout")  # the module, not the function
+REPLY = "It is <answer>2</answer>.|"
+
+
+async def _rollouts(data: Path, run: Path, samples: int) -> list[Rollout]:
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        ids = [ord(c) for c in REPLY]
+        lp = [-0.25 - len(body["prompt"]) / 1e4] * len(ids)  # differs with the prompt
+        choice = {"text": REPLY, "finish_reason": "stop", "token_ids": ids,
+                  "logprobs": {"token_logprobs": lp}}  # fmt: skip
+        return web.json_response({"id": "c", "model": "m", "choices": [choice]})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        return await rollout(
+            "jsonl", data=data, agent="tir", model=f"vllm:policy@http://127.0.0.1:{port}/v1",
+            tokenizer=ChatML(), run_dir=run, budgets=Budgets(max_turns=1), tools=[],
+            samples=samples,
+        )  # fmt: skip
+    finally:
+        await runner.cleanup()
+
+
+def test_rollout_rows_are_the_rows_read_back_without_reading_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "tasks.jsonl"
+    tasks = [{"id": f"t{i}", "question": f"{i}+{i}?", "answer": str(2 * i)} for i in range(3)]
+    data.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+
+    def unread(path: Path) -> Any:
+        raise AssertionError(f"{path} was read back")
+
+    # The rows come from what the scaffolds returned: no trajectory file is read.
+    monkeypatch.setattr(rollout_module, "read_token_calls", unread)
+    rows = asyncio.run(_rollouts(data, tmp_path / "run", samples=2))
+    monkeypatch.undo()
+    read_back = rollouts_of_run(tmp_path / "run")
+    assert len(rows) == 6 and {(r.task_id, r.sample) for r in rows} == {
+        (f"t{i}", k) for i in range(3) for k in range(2)
+    }
+    # The same rows, in the same (results file) order, byte for byte.
+    assert [r.to_row() for r in rows] == [r.to_row() for r in read_back]
+    assert all(r.response_ids == [ord(c) for c in REPLY] for r in rows)
+
+
+def test_a_trajectory_the_recorder_did_not_see_is_read_from_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = RecordingAgent(get_agent("tir"))
+    assert recorder.name == "tir" and recorder.take("nowhere.jsonl") is None
+    made = RecordingAgent.__init__
+
+    def elsewhere(self: RecordingAgent, agent: Any) -> None:
+        made(self, agent)
+        self._pid = -1  # as a copy shipped to another process (a Ray worker) sees itself
+
+    monkeypatch.setattr(RecordingAgent, "__init__", elsewhere)
+    read: list[Path] = []
+    reader = rollout_module.read_token_calls
+
+    def reading(path: Path) -> Any:
+        read.append(path)
+        return reader(path)
+
+    monkeypatch.setattr(rollout_module, "read_token_calls", reading)
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"id": "t", "question": "1+1?", "answer": "2"}) + "\n")
+    (row,) = asyncio.run(_rollouts(data, tmp_path / "run", samples=1))
+    assert read == [tmp_path / "run" / "trajectories" / "t.jsonl"]
+    assert row.to_row() == rollouts_of_run(tmp_path / "run")[0].to_row()
+
+
+def test_conversation_keys_tell_chats_apart() -> None:
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": [{"type": "image", "image": "k"}]},
+        {"role": "assistant", "content": "b"},
+    ]
+    # One running hash gives every prefix's key as hashing that prefix alone would.
+    keys = _keys(chat, [3, 5])
+    assert keys == {3: _key(chat[:3]), 5: _key(chat)} and keys[3] != keys[5]
+    # Pieces are delimited: moving a character between role and content, or a text message
+    # against its JSON twin, or an extra field, changes the key.
+    assert _key([{"role": "ab", "content": "c"}]) != _key([{"role": "a", "content": "bc"}])
+    assert _key([{"role": "a", "content": "1"}]) != _key([{"role": "a", "content": 1}])
+    assert _key([{"role": "a", "content": "b"}]) != _key(
+        [{"role": "a", "content": "b", "name": "x"}]
+    )
+    assert _key([{"role": "a", "content": "b"}, {"role": "c", "content": "d"}]) != _key(
+        [{"role": "a", "content": "b\x00c"}, {"role": "", "content": "d"}]
+    )
+    assert _key([dict(m) for m in chat]) == _key(chat)
+
+
+def test_a_trace_built_from_arrays_is_the_trace_built_from_lists() -> None:
+    prompt, ids, logprobs = [5, 6, 7, 2**32 - 1], [9, 2], [-0.1, -0.2]
+    listed = TokenTrace.build("t", prompt, ids, logprobs, base_len=3)
+    arrays = TokenTrace.build("t", array("I", prompt), array("I", ids), logprobs, base_len=3)
+    known = TokenTrace.build("t", prompt, ids, logprobs, base_len=3, base_digest=digest(prompt[:3]))
+    assert listed == arrays == known
+    assert listed.model_dump_json() == arrays.model_dump_json()
+    assert listed.base == digest(prompt[:3]) and listed.sequence == digest([*prompt, *ids])
+    assert listed.model_fields_set == TokenTrace(**listed.model_dump()).model_fields_set
