@@ -115,16 +115,14 @@ class TokenPrompt:
     """The :func:`~omnilab.models.token_trace.digest` of the base, when the ledger knows it."""
 
 
-def _message_bytes(message: dict[str, Any]) -> bytes:
+def _message_text(message: dict[str, Any]) -> str:
     # A text message (the usual case) as its two strings, anything else as sorted JSON; each
-    # tagged, and every piece led by its length, so no two different chats hash alike.
+    # tagged, and every string led by its length, so no two different chats hash alike.
     role, content = message.get("role"), message.get("content")
-    if len(message) == 2 and isinstance(role, str) and isinstance(content, str):
-        pieces = [b"t", role.encode(), content.encode()]
-    else:
-        dumped = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
-        pieces = [b"j", dumped.encode()]
-    return b"".join(len(p).to_bytes(8, "little") + p for p in pieces)
+    if len(message) == 2 and type(role) is str and type(content) is str:
+        return f"t{len(role)}:{role}{len(content)}:{content}"
+    dumped = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+    return f"j{len(dumped)}:{dumped}"
 
 
 def _keys(chat: Chat, cuts: Sequence[int]) -> dict[int, str]:
@@ -134,7 +132,7 @@ def _keys(chat: Chat, cuts: Sequence[int]) -> dict[int, str]:
     running = hashlib.sha256()
     found: dict[int, str] = {}
     for at in range(max(wanted, default=0)):
-        running.update(_message_bytes(chat[at]))
+        running.update(_message_text(chat[at]).encode())
         if at + 1 in wanted:
             found[at + 1] = running.copy().hexdigest()
     return found
