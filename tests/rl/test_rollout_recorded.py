@@ -19,8 +19,11 @@ from test_token_sequences import ChatML
 
 from omnilab.agents import get_agent
 from omnilab.agents.base import Budgets
+from omnilab.models import get_model
+from omnilab.models.providers.server_tokens import _PromptTexts, exact
 from omnilab.models.token_trace import TokenTrace, digest
 from omnilab.models.tokens import _key, _keys
+from omnilab.models.types import GenerateConfig
 from omnilab.rl import Rollout, rollout, rollouts_of_run
 from omnilab.rl.recorded import RecordingAgent
 
@@ -75,6 +78,12 @@ def test_rollout_rows_are_the_rows_read_back_without_reading_the_files(
     # The same rows, in the same (results file) order, byte for byte.
     assert [r.to_row() for r in rows] == [r.to_row() for r in read_back]
     assert all(r.response_ids == [ord(c) for c in REPLY] for r in rows)
+    # Rows are built without validating every id again: they are what validation makes.
+    for r in rows:
+        checked = Rollout.model_validate(r.model_dump())
+        assert checked == r and checked.model_fields_set == r.model_fields_set
+        assert {type(v) for v in [*r.prompt_ids, *r.response_mask]} == {int}
+        assert {type(v) for v in r.response_logprobs} == {float}
 
 
 def test_a_trajectory_the_recorder_did_not_see_is_read_from_its_file(
@@ -137,3 +146,21 @@ def test_a_trace_built_from_arrays_is_the_trace_built_from_lists() -> None:
     assert listed.model_dump_json() == arrays.model_dump_json()
     assert listed.base == digest(prompt[:3]) and listed.sequence == digest([*prompt, *ids])
     assert listed.model_fields_set == TokenTrace(**listed.model_dump()).model_fields_set
+
+
+def test_the_request_body_is_the_json_of_the_ids_byte_for_byte() -> None:
+    adapter = exact(get_model("vllm:policy@http://127.0.0.1:9/v1").adapter, ChatML())
+    adapter._prompts = _PromptTexts(keep=2, longest=50)
+    placeholder = "\x00omnilab-prompt-ids\x00"
+    configs = [
+        GenerateConfig(),
+        GenerateConfig(temperature=0.7, max_tokens=32, stop=["|"], seed=3),
+        GenerateConfig(extra_body={"prompt": [1, 2]}),  # the caller's prompt wins, as before
+        GenerateConfig(extra_body={"note": placeholder, "ünï": "cödé"}),
+    ]
+    prompts = [[1, 2, 3], list(range(40)), [1, 2, 3], list(range(60)), [7], [1, 2, 3]]
+    for config in configs:
+        for ids in prompts:  # repeated, evicted and too long to keep
+            expected = json.dumps(adapter._body(ids, config), ensure_ascii=False).encode()
+            assert adapter._encoded(ids, config) == expected
+    assert list(adapter._prompts._texts) == [(7,), (1, 2, 3)]

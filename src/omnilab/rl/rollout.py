@@ -111,7 +111,13 @@ def _reward_info(result: TaskResult) -> dict[str, Any]:
 
 
 def _rollout(result: TaskResult, path: Path, k: int, seq: TokenSequence) -> Rollout:
-    return Rollout(
+    n = len(seq.response_ids)
+    if len(seq.response_mask) != n or len(seq.response_logprobs) != n:
+        raise ValueError(f"{seq.calls} calls' response ids, mask and logprobs differ in length")
+    # Built from values of the right types (a validated result, ids and logprobs read from
+    # packed arrays), aligned as checked above: validating every id again cost more than the
+    # rest of the row, to the same fields.
+    return Rollout.model_construct(
         task_id=result.task_id,
         sample=result.sample,
         segment=k,
