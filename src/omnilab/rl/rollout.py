@@ -3,10 +3,13 @@ token-exact model, and each trajectory becomes rows of ids a trainer learns from
 
 ``await rollout("jsonl", data=..., agent="tir", model="local:smollm2", samples=4)`` plans and runs
 the tasks concurrently with :func:`omnilab.bench.runner.evaluate` (same scaffolds, tools, sandbox,
-budgets, scorer and run folder), then reads each trajectory's token traces back
-(:func:`~omnilab.rl.sequences.sequences`). A trajectory usually holds one sequence; an agent that
-purges or rewrites its context (``ota``) or calls the policy in several contexts (``master``)
-yields one :class:`Rollout` per sequence, each with the task's reward.
+budgets, scorer and run folder), then links each trajectory's token traces into sequences
+(:func:`~omnilab.rl.sequences.linked`): the traces as each scaffold returned them
+(:class:`~omnilab.rl.recorded.RecordingAgent`), the same ones its file holds, so the files are
+not read back; :func:`rollouts_of_run` reads them from a run folder. A trajectory usually holds
+one sequence; an agent that purges or rewrites its context (``ota``) or calls the policy in
+several contexts (``master``) yields one :class:`Rollout` per sequence, each with the task's
+reward.
 """
 
 from __future__ import annotations
