@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from test_token_sequences import ChatML
+from test_token_sequences import ChatML, _text
 
 from omnilab.agents import get_agent
 from omnilab.agents.base import Budgets
 from omnilab.models import get_model
 from omnilab.models.providers.server_tokens import _PromptTexts, exact
 from omnilab.models.token_trace import TokenTrace, digest
-from omnilab.models.tokens import _key, _keys
+from omnilab.models.tokens import TokenLedger, _key, _keys
 from omnilab.models.types import GenerateConfig
 from omnilab.rl import Rollout, rollout, rollouts_of_run
 from omnilab.rl.recorded import RecordingAgent
@@ -164,3 +164,32 @@ def test_the_request_body_is_the_json_of_the_ids_byte_for_byte() -> None:
             expected = json.dumps(adapter._body(ids, config), ensure_ascii=False).encode()
             assert adapter._encoded(ids, config) == expected
     assert list(adapter._prompts._texts) == [(7,), (1, 2, 3)]
+
+
+class CountingChatML(ChatML):
+    """The ChatML stand-in, counting what it renders."""
+
+    def __init__(self) -> None:
+        self.rendered = 0
+
+    async def render(self, chat: list[dict[str, Any]], *, generation: bool) -> tuple[str, bool]:
+        self.rendered += 1
+        return await super().render(chat, generation=generation)
+
+
+def test_a_groups_opening_prompt_is_rendered_and_tokenized_once() -> None:
+    backend = CountingChatML()
+    ledger = TokenLedger(backend)
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "1+1?"}]
+    first = asyncio.run(ledger.prompt(chat))
+    first.ids.append(0)  # each call gets its own list
+    again = asyncio.run(ledger.prompt([dict(m) for m in chat]))
+    assert backend.rendered == 1 and again.base_len == 0
+    assert again.ids == first.ids[:-1] and _text(again.ids).endswith("<user>1+1?|\n<assistant>")
+    other = asyncio.run(ledger.prompt([*chat[:1], {"role": "user", "content": "2+2?"}]))
+    assert backend.rendered == 2 and _text(other.ids).endswith("<user>2+2?|\n<assistant>")
+    # A long opening (a context rewritten late in a long conversation) is not kept.
+    long = [{"role": "user", "content": "x" * 9000}]
+    asyncio.run(ledger.prompt(long))
+    asyncio.run(ledger.prompt(long))
+    assert backend.rendered == 4

@@ -56,6 +56,10 @@ _EXACT = {
 }
 
 _SENTINEL = "\x00omnilab-turn\x00"
+_OPENED = 64
+"""New conversations' prompts kept (tasks in flight at once, each opening a group's samples)."""
+_OPENED_LONGEST = 8192
+"""Longer prompts (a context rewritten late in a long conversation) are not kept."""
 
 
 class TokenBackend(Protocol):
@@ -149,6 +153,8 @@ class TokenLedger:
         self.backend = backend
         self._limit = limit
         self._seen: OrderedDict[str, tuple[array[int], bool, str | None]] = OrderedDict()
+        self._opened: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        """The ids of recent new conversations' prompts, by the chat's key."""
 
     async def prompt(self, chat: Chat, pictures: Mapping[str, Any] | None = None) -> TokenPrompt:
         """The prompt ids of ``chat``: the longest earlier conversation it continues, then the
@@ -171,8 +177,20 @@ class TokenLedger:
                 ids = await self._encode(tail, new, first=False)
                 return TokenPrompt([*base, *ids], len(base), images, found[2])
             break
+        # A new conversation: the samples of one task (an RL group) open with the same chat,
+        # rendered and tokenized once (text only: pictures are not kept here).
+        opening = _key(chat) if not images else ""
+        opened = self._opened.get(opening) if opening else None
+        if opened is not None:
+            self._opened.move_to_end(opening)
+            return TokenPrompt(list(opened), 0, images)
         text, special = await self.backend.render(chat, generation=True)
-        return TokenPrompt(await self._encode(text, images, first=not special), 0, images)
+        ids = await self._encode(text, images, first=not special)
+        if opening and len(ids) <= _OPENED_LONGEST:
+            self._opened[opening] = tuple(ids)
+            while len(self._opened) > _OPENED:
+                self._opened.popitem(last=False)
+        return TokenPrompt(ids, 0, images)
 
     async def _encode(self, text: str, images: list[Any], *, first: bool) -> list[int]:
         if not images:
