@@ -26,6 +26,7 @@ from omnilab.models.tokens import TokenLedger, _key, _keys
 from omnilab.models.types import GenerateConfig
 from omnilab.rl import Rollout, rollout, rollouts_of_run
 from omnilab.rl.recorded import RecordingAgent
+from omnilab.rl.sequences import linked
 
 rollout_module = importlib.import_module("omnilab.rl.rollout")  # the module, not the function
 REPLY = "It is <answer>2</answer>.|"
@@ -193,3 +194,18 @@ def test_a_groups_opening_prompt_is_rendered_and_tokenized_once() -> None:
     asyncio.run(ledger.prompt(long))
     asyncio.run(ledger.prompt(long))
     assert backend.rendered == 4
+
+
+def test_a_shared_first_prompt_is_unpacked_once_into_separate_lists() -> None:
+    first = TokenTrace.build("t", [1, 2, 3], [4], [-0.4])
+    again = TokenTrace.build("t", [1, 2, 3], [5], [-0.5])
+    turn = TokenTrace.build("t", [1, 2, 3, 5, 6], [7], [-0.7], base_len=4)
+    opened: dict[str, list[int]] = {}
+    one = linked([("a", first)], opened)
+    two = linked([("b", again), ("c", turn)], opened)
+    assert list(opened) == [first.prompt]
+    alone = [*linked([("a", first)]), *linked([("b", again), ("c", turn)])]
+    assert [vars(s) for s in [*one, *two]] == [vars(s) for s in alone]
+    one[0].prompt_ids.append(99)  # each sequence has its own list
+    assert two[0].prompt_ids == [1, 2, 3] and opened[first.prompt] == [1, 2, 3]
+    assert two[0].response_ids == [5, 6, 7] and two[0].response_mask == [1, 0, 1]

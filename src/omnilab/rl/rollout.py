@@ -149,12 +149,13 @@ def _rows(
     """The rollouts of ``results``, each result's token traces given by ``traces`` (``None``
     for a result without a trajectory)."""
     out: list[Rollout] = []
+    opened: dict[str, list[int]] = {}  # first prompts unpacked once (a task's samples share one)
     for result in results:
         path = run.trajectory_file(result.task_id, result.sample)
         found = traces(path)
         if found is None:
             continue
-        out += [_rollout(result, path, k, seq) for k, seq in enumerate(linked(found))]
+        out += [_rollout(result, path, k, seq) for k, seq in enumerate(linked(found, opened))]
     return out
 
 
