@@ -11,7 +11,10 @@ Each output then carries a :class:`~omnilab.models.token_trace.TokenTrace`.
 an entry is keyed by the chat (as the adapter renders it) that a call's answer completes, so
 concurrent rollouts, repeated samples and branches each find their own sequence. When no earlier
 call's chat is a prefix of a new one (a context was purged or rewritten), the prompt is tokenized
-whole and the trace names no base: the conversation starts a new sequence there, visibly.
+whole and the trace names no base: the conversation starts a new sequence there, visibly. A
+new conversation's prompt is kept by its chat for a while (the samples of one task open with the
+same chat): a backend's template must render a chat the same way each time (one that writes
+today's date keeps the date it wrote first, as the ledger keeps every earlier turn's ids).
 
 :func:`token_exact` turns a :class:`~omnilab.models.Model` into its token-exact twin for the
 providers that have one (``local``).
