@@ -7,8 +7,13 @@ vLLM's fields (``token_ids``, ``logprobs.token_logprobs``) for a token-id prompt
 text both ways. The fake server's policy tokenizer is a one-id-per-character ChatML stand-in (no
 transformers needed; it converts through ``utf-32`` arrays, at C speed as a real tokenizer runs),
 so that row measures omnilab's own client-side work (template, ledger, HTTP, trajectory ids), not
-a tokenizer's; the server's threads are in this process and read the request bodies without
-parsing them (a real server's JSON parsing is not the client's CPU), alike on both paths.
+a tokenizer's. The server runs in a child process (``--fake-server process``, the default), as a
+real server does: its CPU is not the client's and is not counted; with ``--fake-server thread``
+its threads run in this process, as before, and count, which adds their contention for the
+interpreter lock with the client's event loop (it grew with the client's own work: about
++0.1 ms per token-exact rollout on the fake server's threads when this process ran both). Either
+way it reads the request bodies without parsing them (a real server's JSON parsing is not the
+client's CPU), alike on both paths.
 
 Both paths run the same generated tasks with the same agent, model, budgets and seeds in one
 process: each path runs once unmeasured first (to load its model into the worker), then
@@ -26,19 +31,23 @@ Usage::
 
     python bench/rollout.py [--tasks 4] [--samples 2] [--max-tokens 32] [--model local:smollm2]
                             [--backends embedded,fake] [--rounds 5] [--fake-samples 25]
+                            [--fake-server process|thread]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
+import threading
 import time
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -92,6 +101,34 @@ class TokenServer(FakeOpenAIServer):
                                "choices": [choice], "usage": usage})  # fmt: skip
 
 
+def _serve(urls: Any) -> None:
+    """The child process's work: serve until killed, after putting the server's URL in ``urls``."""
+    with TokenServer(keep_bodies=False) as server:
+        urls.put(server.base_url)
+        threading.Event().wait()
+
+
+@contextlib.contextmanager
+def _server_process() -> Iterator[str]:
+    """The fake server in a child process (spawned: no copy of this process's state)."""
+    context = multiprocessing.get_context("spawn")
+    urls = context.Queue()
+    child = context.Process(target=_serve, args=(urls,), daemon=True)
+    child.start()
+    try:
+        yield str(urls.get(timeout=60))
+    finally:
+        child.kill()
+        child.join()
+
+
+@contextlib.contextmanager
+def _server_thread() -> Iterator[str]:
+    """The fake server in threads of this process."""
+    with TokenServer(keep_bodies=False) as server:
+        yield server.base_url
+
+
 def _worker_cpu() -> float:
     total = 0.0
     for worker in local_runtime._WORKERS.values():
@@ -104,8 +141,10 @@ def _worker_cpu() -> float:
 
 
 def _cpu() -> float:
-    own = os.times()
-    return own.user + own.system + _worker_cpu()
+    # This process's CPU from the per-process clock (nanoseconds): os.times() counts in clock
+    # ticks (10 ms), 2 to 7 % of a fake-server round. The worker's /proc figure is in ticks too,
+    # against its rounds of seconds.
+    return time.process_time() + _worker_cpu()
 
 
 def _tasks(folder: Path, count: int) -> Path:
@@ -218,6 +257,11 @@ async def main() -> None:
         "--fake-samples", type=int, default=25,
         help="samples per task on the fake server (its calls take ms: more for stable CPU figures)",
     )  # fmt: skip
+    parser.add_argument(
+        "--fake-server", choices=["process", "thread"], default="process",
+        help="run the fake server in a child process (its CPU not counted, as a real server's) "
+        "or in threads of this process (counted, with their contention for the interpreter lock)",
+    )  # fmt: skip
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not backends or set(backends) - {"embedded", "fake"}:
@@ -231,8 +275,9 @@ async def main() -> None:
         table[args.model] = await _compare(args.model, data, root / "embedded", args, args.samples)
     if "fake" in backends:
         # Bodies are read, not parsed: a real server's parsing is not the client's CPU.
-        with TokenServer(keep_bodies=False) as server:
-            name = f"vllm:fake@{server.base_url}"
+        serving = _server_process() if args.fake_server == "process" else _server_thread()
+        with serving as url:
+            name = f"vllm:fake@{url}"
             fake = await _compare(name, data, root / "fake", args, args.fake_samples, CharChatML())
             table["fake server"] = fake
     print(f"{args.tasks} tasks, tir, 1 turn; samples per task: {args.samples} embedded, "

@@ -20,7 +20,7 @@ from omnilab.content import Text
 from omnilab.models.capabilities import Capabilities
 from omnilab.models.parsing import postprocess
 from omnilab.models.token_media import media_chat
-from omnilab.models.token_trace import TokenTrace
+from omnilab.models.token_trace import TokenTrace, id_array
 from omnilab.models.tokens import Chat, MediaTokenBackend, Sampled, TokenBackend, TokenLedger
 from omnilab.models.types import GenerateConfig, Message, ModelOutput, ToolSpec, Usage
 
@@ -166,26 +166,29 @@ class TokenAdapter:
         eot, _ = await self.backend.end_of_turn()
         closed = bool(ids) and ids[-1] == eot
         text = await self.backend.decode(ids[:-1] if closed else ids)
-        raw = ModelOutput(
-            message=Message(role="assistant", content=[Text(text=text)] if text else []),
-            usage=Usage(prompt_tokens=len(prompt.ids), completion_tokens=len(ids)),
-            finish_reason=done.finish_reason,
-        )
-        # Calls are read from the text now, so the conversation the agent continues is the one
-        # remembered here (the Model's own pass finds nothing more to do).
-        output = postprocess(raw, offered, keep_think=config.keep_think)
+        # The ids as arrays once: the trace packs and hashes them, the ledger keeps them.
+        asked_ids, sampled_ids = id_array(prompt.ids), id_array(ids)
         trace = TokenTrace.build(
             self.backend.tokenizer,
-            prompt.ids,
-            ids,
+            asked_ids,
+            sampled_ids,
             done.logprobs,
             base_len=prompt.base_len,
             base_digest=prompt.base_digest,
         )
+        raw = ModelOutput(
+            message=Message(role="assistant", content=[Text(text=text)] if text else []),
+            usage=Usage(prompt_tokens=len(prompt.ids), completion_tokens=len(ids)),
+            finish_reason=done.finish_reason,
+            tokens=trace,
+        )
+        # Calls are read from the text now, so the conversation the agent continues is the one
+        # remembered here (the Model's own pass finds nothing more to do); the trace stays.
+        output = postprocess(raw, offered, keep_think=config.keep_think)
         answered = [*asked.chat, *media_chat([output.message], []).chat]
-        sequence = [*prompt.ids, *ids]
+        sequence = asked_ids + sampled_ids
         self.ledger.remember(answered, sequence, closed=closed, digest=trace.sequence)
-        return output.model_copy(update={"tokens": trace})
+        return output
 
 
 class CallbackTokenAdapter(TokenAdapter):

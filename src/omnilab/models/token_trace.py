@@ -18,7 +18,15 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["TokenTrace", "digest", "pack_floats", "pack_ids", "unpack_floats", "unpack_ids"]
+__all__ = [
+    "TokenTrace",
+    "digest",
+    "id_array",
+    "pack_floats",
+    "pack_ids",
+    "unpack_floats",
+    "unpack_ids",
+]
 
 
 def _little(values: array[int] | array[float]) -> bytes:
@@ -36,9 +44,16 @@ def _from_little(code: str, data: bytes) -> array[int] | array[float]:
     return values
 
 
+def id_array(ids: Sequence[int]) -> array[int]:
+    """``ids`` as a ``uint32`` array (``ids`` itself when it is one already: not copied)."""
+    if isinstance(ids, array) and ids.typecode == "I":
+        return ids
+    return array("I", ids)
+
+
 def pack_ids(ids: Sequence[int]) -> str:
     """Token ids as base64 of a little-endian ``uint32`` array."""
-    return base64.b64encode(_little(array("I", ids))).decode("ascii")
+    return base64.b64encode(_little(id_array(ids))).decode("ascii")
 
 
 def unpack_ids(text: str) -> list[int]:
@@ -58,7 +73,7 @@ def unpack_floats(text: str) -> list[float]:
 
 def digest(ids: Sequence[int]) -> str:
     """A short name of a token sequence (SHA-256 of its packed ids, 32 hex digits)."""
-    return hashlib.sha256(_little(array("I", ids))).hexdigest()[:32]
+    return hashlib.sha256(_little(id_array(ids))).hexdigest()[:32]
 
 
 class TokenTrace(BaseModel):
@@ -99,16 +114,23 @@ class TokenTrace(BaseModel):
         is ``base_digest`` when the caller knows it already)."""
         if len(ids) != len(logprobs):
             raise ValueError(f"{len(ids)} sampled ids but {len(logprobs)} logprobs")
+        # Each id list made an array and its bytes once: the packed tail, the base's digest
+        # and the whole sequence's digest are cuts of the same bytes (no list concatenated).
+        whole = _little(id_array(prompt))
+        sampled = _little(id_array(ids))
+        cut = 4 * base_len
         if base_len and base_digest is None:
-            base_digest = digest(prompt[:base_len])
+            base_digest = hashlib.sha256(whole[:cut]).hexdigest()[:32]
+        sequence = hashlib.sha256(whole)
+        sequence.update(sampled)
         return cls(
             tokenizer=tokenizer,
             base=base_digest if base_len else None,
             base_len=base_len,
-            prompt=pack_ids(prompt[base_len:]),
-            ids=pack_ids(ids),
+            prompt=base64.b64encode(whole[cut:]).decode("ascii"),
+            ids=base64.b64encode(sampled).decode("ascii"),
             logprobs=pack_floats(logprobs),
-            sequence=digest([*prompt, *ids]),
+            sequence=sequence.hexdigest()[:32],
         )
 
     def prompt_tail(self) -> list[int]:

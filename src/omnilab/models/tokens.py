@@ -11,7 +11,10 @@ Each output then carries a :class:`~omnilab.models.token_trace.TokenTrace`.
 an entry is keyed by the chat (as the adapter renders it) that a call's answer completes, so
 concurrent rollouts, repeated samples and branches each find their own sequence. When no earlier
 call's chat is a prefix of a new one (a context was purged or rewritten), the prompt is tokenized
-whole and the trace names no base: the conversation starts a new sequence there, visibly.
+whole and the trace names no base: the conversation starts a new sequence there, visibly. A
+new conversation's prompt is kept by its chat for a while (the samples of one task open with the
+same chat): a backend's template must render a chat the same way each time (one that writes
+today's date keeps the date it wrote first, as the ledger keeps every earlier turn's ids).
 
 :func:`token_exact` turns a :class:`~omnilab.models.Model` into its token-exact twin for the
 providers that have one (``local``).
@@ -32,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 from omnilab.models.errors import ErrorKind, ModelConfigError, ProviderError
 from omnilab.models.model import Model
 from omnilab.models.token_media import chat_images
+from omnilab.models.token_trace import id_array
 
 __all__ = [
     "MediaTokenBackend",
@@ -55,6 +59,10 @@ _EXACT = {
 }
 
 _SENTINEL = "\x00omnilab-turn\x00"
+_OPENED = 64
+"""New conversations' prompts kept (tasks in flight at once, each opening a group's samples)."""
+_OPENED_LONGEST = 8192
+"""Longer prompts (a context rewritten late in a long conversation) are not kept."""
 
 
 class TokenBackend(Protocol):
@@ -114,9 +122,31 @@ class TokenPrompt:
     """The :func:`~omnilab.models.token_trace.digest` of the base, when the ledger knows it."""
 
 
+def _message_text(message: dict[str, Any]) -> str:
+    # A text message (the usual case) as its two strings, anything else as sorted JSON; each
+    # tagged, and every string led by its length, so no two different chats hash alike.
+    role, content = message.get("role"), message.get("content")
+    if len(message) == 2 and type(role) is str and type(content) is str:
+        return f"t{len(role)}:{role}{len(content)}:{content}"
+    dumped = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+    return f"j{len(dumped)}:{dumped}"
+
+
+def _keys(chat: Chat, cuts: Sequence[int]) -> dict[int, str]:
+    """The key of ``chat[:cut]`` for each cut: one running hash over the messages, read at
+    each cut (a long conversation is hashed once per call, not once per earlier answer)."""
+    wanted = set(cuts)
+    running = hashlib.sha256()
+    found: dict[int, str] = {}
+    for at in range(max(wanted, default=0)):
+        running.update(_message_text(chat[at]).encode())
+        if at + 1 in wanted:
+            found[at + 1] = running.copy().hexdigest()
+    return found
+
+
 def _key(chat: Chat) -> str:
-    text = json.dumps(chat, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _keys(chat, [len(chat)])[len(chat)]
 
 
 class TokenLedger:
@@ -126,29 +156,44 @@ class TokenLedger:
         self.backend = backend
         self._limit = limit
         self._seen: OrderedDict[str, tuple[array[int], bool, str | None]] = OrderedDict()
+        self._opened: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        """The ids of recent new conversations' prompts, by the chat's key."""
 
     async def prompt(self, chat: Chat, pictures: Mapping[str, Any] | None = None) -> TokenPrompt:
         """The prompt ids of ``chat``: the longest earlier conversation it continues, then the
         new messages' template text tokenized; else the whole chat tokenized. ``pictures``:
         what the chat's image blocks name (needs a :class:`MediaTokenBackend`)."""
         images = [(pictures or {})[k] for k in chat_images(chat)]
-        for cut in range(len(chat) - 1, 0, -1):
-            if chat[cut - 1].get("role") != "assistant":
-                continue  # only chats an answer ends are remembered: no key to look up
-            key = _key(chat[:cut])
+        # Only chats an answer ends are remembered: those are the keys to look up.
+        cuts = [c for c in range(len(chat) - 1, 0, -1) if chat[c - 1].get("role") == "assistant"]
+        keys = _keys(chat, cuts) if cuts else {}
+        for cut in cuts:
+            key = keys[cut]
             found = self._seen.get(key)
             if found is None:
                 continue
             self._seen.move_to_end(key)
             tail = await self._continuation(chat, cut, found[1])
             if tail is not None:
-                base = list(found[0])
+                base = found[0].tolist()
                 new = images[len(images) - len(chat_images(chat[cut:])) :]
                 ids = await self._encode(tail, new, first=False)
                 return TokenPrompt([*base, *ids], len(base), images, found[2])
             break
+        # A new conversation: the samples of one task (an RL group) open with the same chat,
+        # rendered and tokenized once (text only: pictures are not kept here).
+        opening = _key(chat) if not images else ""
+        opened = self._opened.get(opening) if opening else None
+        if opened is not None:
+            self._opened.move_to_end(opening)
+            return TokenPrompt(list(opened), 0, images)
         text, special = await self.backend.render(chat, generation=True)
-        return TokenPrompt(await self._encode(text, images, first=not special), 0, images)
+        ids = await self._encode(text, images, first=not special)
+        if opening and len(ids) <= _OPENED_LONGEST:
+            self._opened[opening] = tuple(ids)
+            while len(self._opened) > _OPENED:
+                self._opened.popitem(last=False)
+        return TokenPrompt(ids, 0, images)
 
     async def _encode(self, text: str, images: list[Any], *, first: bool) -> list[int]:
         if not images:
@@ -184,13 +229,14 @@ class TokenLedger:
         self, chat: Chat, sequence: Sequence[int], *, closed: bool, digest: str | None = None
     ) -> None:
         """Record that the answer ending ``chat`` (its last message) completes ``sequence``
-        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known);
+        (whose :func:`~omnilab.models.token_trace.digest` is ``digest``, when known; a
+        ``uint32`` array is kept as it is, not copied: the caller must not change it);
         ``closed``: the model sampled the end-of-turn token itself (else the template's end of
         the turn is template tokens)."""
         if not chat or chat[-1].get("role") != "assistant":
             return
         key = _key(chat)
-        self._seen[key] = (array("I", sequence), closed, digest)
+        self._seen[key] = (id_array(sequence), closed, digest)
         self._seen.move_to_end(key)
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)

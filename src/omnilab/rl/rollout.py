@@ -3,29 +3,40 @@ token-exact model, and each trajectory becomes rows of ids a trainer learns from
 
 ``await rollout("jsonl", data=..., agent="tir", model="local:smollm2", samples=4)`` plans and runs
 the tasks concurrently with :func:`omnilab.bench.runner.evaluate` (same scaffolds, tools, sandbox,
-budgets, scorer and run folder), then reads each trajectory's token traces back
-(:func:`~omnilab.rl.sequences.sequences`). A trajectory usually holds one sequence; an agent that
-purges or rewrites its context (``ota``) or calls the policy in several contexts (``master``)
-yields one :class:`Rollout` per sequence, each with the task's reward.
+budgets, scorer and run folder), then links each trajectory's token traces into sequences
+(:func:`~omnilab.rl.sequences.linked`): the traces as each scaffold returned them
+(:class:`~omnilab.rl.recorded.RecordingAgent`), the same ones its file holds, so the files are
+not read back; :func:`rollouts_of_run` reads them from a run folder. A trajectory usually holds
+one sequence; an agent that purges or rewrites its context (``ota``) or calls the policy in
+several contexts (``master``) yields one :class:`Rollout` per sequence, each with the task's
+reward.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
 from omnilab.agents.base import Budgets
+from omnilab.agents.registry import get_agent
 from omnilab.bench.results import TaskResult
 from omnilab.bench.run_dir import RunDir
 from omnilab.bench.runner import Components, evaluate, new_config
 from omnilab.models.model import Model
 from omnilab.models.registry import get_model
-from omnilab.models.token_trace import pack_floats, pack_ids, unpack_floats, unpack_ids
+from omnilab.models.token_trace import (
+    TokenTrace,
+    pack_floats,
+    pack_ids,
+    unpack_floats,
+    unpack_ids,
+)
 from omnilab.models.tokens import token_exact
+from omnilab.rl.recorded import RecordingAgent
 from omnilab.rl.sequences import TokenSequence, linked
 from omnilab.trajectory.token_calls import read_token_calls
 
@@ -103,7 +114,13 @@ def _reward_info(result: TaskResult) -> dict[str, Any]:
 
 
 def _rollout(result: TaskResult, path: Path, k: int, seq: TokenSequence) -> Rollout:
-    return Rollout(
+    n = len(seq.response_ids)
+    if len(seq.response_mask) != n or len(seq.response_logprobs) != n:
+        raise ValueError(f"{seq.calls} calls' response ids, mask and logprobs differ in length")
+    # Built from values of the right types (a validated result, ids and logprobs read from
+    # packed arrays), aligned as checked above: validating every id again cost more than the
+    # rest of the row, to the same fields.
+    return Rollout.model_construct(
         task_id=result.task_id,
         sample=result.sample,
         segment=k,
@@ -120,18 +137,33 @@ def _rollout(result: TaskResult, path: Path, k: int, seq: TokenSequence) -> Roll
     )
 
 
+def _from_file(path: Path) -> list[tuple[str, TokenTrace]] | None:
+    return read_token_calls(path) if path.is_file() else None
+
+
+def _rows(
+    run: RunDir,
+    results: Iterable[TaskResult],
+    traces: Callable[[Path], list[tuple[str, TokenTrace]] | None],
+) -> list[Rollout]:
+    """The rollouts of ``results``, each result's token traces given by ``traces`` (``None``
+    for a result without a trajectory)."""
+    out: list[Rollout] = []
+    opened: dict[str, list[int]] = {}  # first prompts unpacked once (a task's samples share one)
+    for result in results:
+        path = run.trajectory_file(result.task_id, result.sample)
+        found = traces(path)
+        if found is None:
+            continue
+        out += [_rollout(result, path, k, seq) for k, seq in enumerate(linked(found, opened))]
+    return out
+
+
 def rollouts_of_run(run_dir: str | Path) -> list[Rollout]:
     """The rollouts of a run folder made through a token-exact model (results in file order;
     a result whose trajectory holds no token traces gives none)."""
     run = RunDir(run_dir)
-    out: list[Rollout] = []
-    for result in run.results():
-        path = run.trajectory_file(result.task_id, result.sample)
-        if not path.is_file():
-            continue
-        found = linked(read_token_calls(path))
-        out += [_rollout(result, path, k, seq) for k, seq in enumerate(found)]
-    return out
+    return _rows(run, run.results(), _from_file)
 
 
 def _policy(model: str | Model, tokenizer: Any) -> Model:
@@ -185,5 +217,23 @@ async def rollout(
         protocol=protocol,
     )
     folder = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="rollout-"))
-    await evaluate(config, folder, concurrency=concurrency, components=Components(model=policy))
-    return rollouts_of_run(folder)
+    # The rows are made from what the run just wrote, as rollouts_of_run(folder) makes them,
+    # without reading it back: the results as they are logged, each trajectory's token traces
+    # as its scaffold returned them (the file read only for a run the recorder did not see).
+    agent_ = RecordingAgent(get_agent(config.agent, **config.agent_options))
+    logged: list[TaskResult] = []
+    outcome = await evaluate(
+        config,
+        folder,
+        concurrency=concurrency,
+        components=Components(agent=agent_, model=policy),
+        on_result=logged.append,
+    )
+    if outcome.already_done or len(logged) != outcome.ran:
+        return rollouts_of_run(folder)  # results logged before this call: the file has them
+
+    def traces(path: Path) -> list[tuple[str, TokenTrace]] | None:
+        found = agent_.take(str(path))
+        return found if found is not None else _from_file(path)
+
+    return _rows(RunDir(folder), logged, traces)

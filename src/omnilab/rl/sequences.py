@@ -82,26 +82,38 @@ def sequences(calls: Sequence[ModelCallEvent]) -> list[TokenSequence]:
     )
 
 
-def linked(traces: Iterable[tuple[str, TokenTrace]]) -> list[TokenSequence]:
+def linked(
+    traces: Iterable[tuple[str, TokenTrace]], opened: dict[str, list[int]] | None = None
+) -> list[TokenSequence]:
     """The sequences of ``(call id, trace)`` pairs in call order (what
-    :func:`~omnilab.trajectory.token_calls.read_token_calls` reads), one per conversation."""
+    :func:`~omnilab.trajectory.token_calls.read_token_calls` reads), one per conversation.
+    ``opened``: the ids of packed first prompts already unpacked, shared by the calls of many
+    trajectories (the samples of a task open with the same prompt); each sequence gets its own
+    copy."""
     found: list[TokenSequence] = []
     ends: dict[str, int] = {}  # the digest of each call's sequence -> where it lives in found
     for call_id, trace in traces:
-        tail = trace.prompt_tail()
         if trace.base is None:
+            if opened is None:
+                tail = trace.prompt_tail()
+            else:
+                known = opened.get(trace.prompt)
+                if known is None:
+                    known = opened[trace.prompt] = trace.prompt_tail()
+                tail = list(known)
             seq = TokenSequence(trace.tokenizer, tail)
             seq._add_sample(call_id, trace)
             found.append(seq)
             ends[trace.sequence] = len(found) - 1
             continue
+        tail = trace.prompt_tail()
         at = ends.get(trace.base)
         if at is None:
             raise TrajectoryTokenError(
                 f"a call's prompt extends a token sequence ({trace.base}) no earlier call made"
             )
         seq = found[at]
-        if len(seq.ids) != trace.base_len:
+        if len(seq.prompt_ids) + len(seq.response_ids) != trace.base_len:
             # A branch: an earlier point of a sequence that has grown since.
             seq = seq._cut(trace.base_len)
             found.append(seq)

@@ -164,8 +164,11 @@ class ChatHTTP:
         self._sessions[loop] = pool
         return pool
 
-    async def post(self, body: dict[str, Any] | StreamedBody, *, timeout_s: float) -> object:
-        """The decoded JSON reply (its text when it is not JSON).
+    async def post(
+        self, body: dict[str, Any] | StreamedBody | bytes, *, timeout_s: float
+    ) -> object:
+        """The decoded JSON reply (its text when it is not JSON); ``bytes`` are a body already
+        encoded as JSON, sent as they are.
 
         A :class:`StreamedBody` is sent as it is read: its files are read and base64-encoded a
         chunk at a time in a worker thread, with its exact length announced up front.
@@ -183,6 +186,8 @@ class ChatHTTP:
             # the server reads the same bytes as from a prebuilt body.
             send_headers = {**send_headers, "Content-Length": str(body.size)}
             data = _stream(body, failed)
+        elif isinstance(body, bytes):
+            data = body
         else:
             data = json.dumps(body, ensure_ascii=False).encode()
         try:
