@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from completions_server import completions_server
 from test_token_sequences import ChatML, _text
 
 from omnilab.agents import get_agent
@@ -41,21 +42,12 @@ async def _rollouts(data: Path, run: Path, samples: int) -> list[Rollout]:
                   "logprobs": {"token_logprobs": lp}}  # fmt: skip
         return web.json_response({"id": "c", "model": "m", "choices": [choice]})
 
-    app = web.Application()
-    app.router.add_post("/v1/completions", completions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with completions_server(completions) as url:
         return await rollout(
-            "jsonl", data=data, agent="tir", model=f"vllm:policy@http://127.0.0.1:{port}/v1",
+            "jsonl", data=data, agent="tir", model=f"vllm:policy@{url}",
             tokenizer=ChatML(), run_dir=run, budgets=Budgets(max_turns=1), tools=[],
             samples=samples,
         )  # fmt: skip
-    finally:
-        await runner.cleanup()
 
 
 def test_rollout_rows_are_the_rows_read_back_without_reading_the_files(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from completions_server import completions_server
 from test_token_sequences import ChatML
 
 from omnilab.agents.base import Budgets
@@ -123,21 +124,12 @@ def test_rollout_takes_the_server_policys_tokenizer(tmp_path: Path) -> None:
         return web.json_response({"id": "c", "model": "m", "choices": [choice]})
 
     async def run() -> list[Rollout]:
-        app = web.Application()
-        app.router.add_post("/v1/completions", completions)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        try:
+        async with completions_server(completions) as url:
             return await rollout(
-                "jsonl", data=data, agent="tir", model=f"vllm:policy@http://127.0.0.1:{port}/v1",
+                "jsonl", data=data, agent="tir", model=f"vllm:policy@{url}",
                 tokenizer=ChatML(), run_dir=tmp_path / "run", budgets=Budgets(max_turns=1),
                 tools=[],
             )  # fmt: skip
-        finally:
-            await runner.cleanup()
 
     data = tmp_path / "tasks.jsonl"
     data.write_text(json.dumps({"id": "t", "question": "1+1?", "answer": "2"}) + "\n")
