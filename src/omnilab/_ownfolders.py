@@ -14,6 +14,9 @@ files. So:
 - :func:`resolved_folder` is :func:`private_folder` for a folder the operator may name through
   a link of their own (``serve --runs-dir``): the path as given is checked first, without
   following a link, and only then resolved;
+- :func:`own_links_resolved` resolves a folder the harness reads from (a media root): folders
+  of other users are fine there, but a link another user owns, anywhere on the way, is refused
+  (they could point it at root's own files);
 - :func:`new_folder` makes a fresh 0700 folder inside such a folder;
 - :func:`omnilab._atomic.write_atomic` (the project's one atomic write) writes a new file
   beside its target, created ``O_EXCL | O_NOFOLLOW`` in the target's folder opened without
@@ -40,6 +43,7 @@ __all__ = [
     "check_folder",
     "new_folder",
     "open_new",
+    "own_links_resolved",
     "private_folder",
     "resolved_folder",
 ]
@@ -48,7 +52,8 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class UnsafeFolderError(OmnilabError):
-    """A folder the harness would write into is a link or another user's (one line)."""
+    """A folder the harness would write into is a link or another user's, or one it reads from
+    lies through another user's link (one line)."""
 
 
 def _owner(uid: int) -> str:
@@ -110,16 +115,52 @@ def resolved_folder(path: str | Path, *, what: str) -> Path:
     use. Only then is it resolved, so only a link of this user's (or root's) is followed."""
     given = Path(os.path.abspath(Path(path).expanduser()))  # noqa: PTH100 - lexical, no link
     check_ancestors(given, what=what)
-    try:
-        st = os.lstat(given)
-    except FileNotFoundError:
+    if not os.path.lexists(given):
         return private_folder(given, what=what)
-    if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.geteuid(), 0):
-        raise UnsafeFolderError(
-            f"{path} is a link owned by {_owner(st.st_uid)}, who could point it at any folder; "
-            f"remove it or choose another {what}"
-        )
-    return private_folder(os.path.realpath(given), what=what)
+    return private_folder(own_links_resolved(path, what=what), what=what)
+
+
+def own_links_resolved(path: str | Path, *, what: str) -> Path:
+    """``path`` (``~`` expanded, made absolute) with its links resolved, as
+    :func:`os.path.realpath` does, one component at a time without following a link before its
+    owner is known: a link (on the path as given, or on where a link leads) that another user
+    (not root, not this user) owns is refused with one line, since that user could point it at
+    any folder, root's own included. Folders, even another user's, are not refused (a shared
+    dataset folder is normal); what is missing is kept as written. Reads nothing but ``lstat``
+    and ``readlink``."""
+    me = os.geteuid()
+    given = Path(path).expanduser()
+    # Not abspath: it drops ``x/..`` as written, where the kernel climbs from x's target.
+    pending = list(reversed((given if given.is_absolute() else Path.cwd() / given).parts[1:]))
+    current, hops = Path("/"), 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        step = current / part
+        try:
+            st = os.lstat(step)
+        except (FileNotFoundError, NotADirectoryError):
+            return step.joinpath(*reversed(pending))  # the rest is made (or reported) later
+        if not stat.S_ISLNK(st.st_mode):
+            current = step
+            continue
+        if st.st_uid not in (me, 0):
+            raise UnsafeFolderError(
+                f"{step} is a link owned by {_owner(st.st_uid)}, who could point it at any "
+                f"folder; remove it or choose another {what}"
+            )
+        hops += 1
+        if hops > 40:  # the kernel's own limit (ELOOP)
+            raise UnsafeFolderError(f"{path} goes through too many links; choose another {what}")
+        target = step.readlink()
+        if target.is_absolute():
+            current = Path("/")
+        pending.extend(reversed(target.parts[1:] if target.is_absolute() else target.parts))
+    return current
 
 
 def check_ancestors(path: Path, *, what: str) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from omnilab._lazy import import_in_background
+from omnilab._ownfolders import own_links_resolved
 from omnilab.agents.base import Agent, Budgets
 from omnilab.agents.registry import get_agent, with_search_option
 from omnilab.bench.backends import Backend, get_backend
@@ -162,8 +163,8 @@ def new_config(
         data_url=at.data_url,
         media_url=at.media_url,
         allow_outside_media_root=allow_outside_media_root,
-        media_root=(
-            Path(media_root).expanduser().resolve()
+        media_root=(  # resolved once, refusing another user's link on the way
+            own_links_resolved(media_root, what="--media-root")
             if media_root is not None and at.media_url is None
             else None
         ),

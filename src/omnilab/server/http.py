@@ -54,7 +54,7 @@ from fastapi.responses import (
 from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
-from omnilab._ownfolders import resolved_folder
+from omnilab._ownfolders import own_links_resolved, resolved_folder
 from omnilab._private_paths import add_private_paths
 from omnilab._urls import is_remote
 from omnilab.agents.registry import AGENTS, agent_names
@@ -124,7 +124,8 @@ def create_app(
     policy = policy or ClientPolicy()
     # Checked as given (a link of another user's is refused, never followed), then resolved.
     runs_dir = resolved_folder(runs_dir, what="--runs-dir")
-    root = media_root.expanduser().resolve() if media_root is not None else None
+    # Likewise, and resolved once: later reads go through the real folder, not the name.
+    root = own_links_resolved(media_root, what="--media-root") if media_root else None
     if root is not None:
         _wsread.mark_untrusted(root)  # what requests name there is opened through no link
     # Every client's runs and uploads, and the media root: hidden from every run's sandboxes.

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
+from omnilab._ownfolders import own_links_resolved
 from omnilab._urls import is_remote, parent_url
 from omnilab.bench.datasets._common import DatasetLoad, SkippedItem
 from omnilab.bench.datasets.remote_load import load_with_urls
@@ -117,8 +118,10 @@ def load_dataset(
     """Load dataset ``name`` from ``path``.
 
     The media root is, in order: ``media_root``, the ``bench.media_roots`` setting for ``name``,
-    the data file's folder. Media paths must lie beneath it (absolute paths and ``..`` raise
-    :class:`DatasetError`) unless ``allow_outside_media_root`` (the user vouches for them).
+    the data file's folder. A link another user owns on its path raises
+    :class:`~omnilab._ownfolders.UnsafeFolderError` (one line); the root is resolved once.
+    Media paths must lie beneath it (absolute paths and ``..`` raise :class:`DatasetError`)
+    unless ``allow_outside_media_root`` (the user vouches for them).
     ``path`` and ``media_root`` may be URLs (``s3://``, ``https://``, ...): see
     :mod:`omnilab.bench.datasets.remote_load` (a full URL in the dataset must lie beneath a
     media root URL unless ``allow_outside_media_root``).
@@ -127,6 +130,12 @@ def load_dataset(
     root = media_root if media_root is not None else get_settings().bench.media_roots.get(name)
     if root is None and is_remote(str(path)):
         root = parent_url(str(path))
+    if root is not None and not is_remote(str(root)):
+        # Resolved once, refusing another user's link on the way (they could point it at
+        # root's own files); the adapters then read beneath the real folder.
+        root = own_links_resolved(root, what="media root")
+    elif root is None:
+        own_links_resolved(Path(path).expanduser().parent, what="--data folder")
 
     def read(local: Path, media: Path | None) -> DatasetLoad:
         if allow_outside_media_root:
