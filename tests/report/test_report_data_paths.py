@@ -6,6 +6,7 @@ placeholder with a notice."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from PIL import Image as PILImage
 from typer.testing import CliRunner
 
 import omnilab
+from omnilab._ownfolders import UnsafeFolderError
 from omnilab.cli.main import app
 
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY----- root only\n"
@@ -94,3 +96,29 @@ def test_files_beneath_the_run_and_named_roots_are_still_shown(
     named = ["view", str(trajectory), "--out", str(again), "--media-root", str(tmp_path)]
     assert CliRunner().invoke(app, named).exit_code == 0
     assert len(copied(again)) == 3  # the clip, and the image's large view and thumbnail
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's link needs root")
+def test_a_media_root_that_is_another_users_link_is_refused(
+    tmp_path: Path, run: tuple[Path, str]
+) -> None:
+    # Alice's link in a sticky /tmp-like folder, pointing at root's own folder: the trajectory
+    # (hers too, perhaps) names the key beneath it; nothing is copied, one line is printed.
+    trajectory, part = run
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "id_ed25519").write_bytes(SECRET)
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "media"
+    link.symlink_to(private)
+    os.lchown(link, 65534, 65534)
+    plant(trajectory, part, [{"type": "document", "path": str(link / "id_ed25519")}])
+    out = tmp_path / "view"
+    named = ["view", str(trajectory), "--out", str(out), "--media-root", str(link)]
+    result = CliRunner().invoke(app, named)
+    assert result.exit_code == 1 and isinstance(result.exception, UnsafeFolderError)
+    message = str(result.exception)
+    assert "is a link owned by" in message and "--media-root" in message and "\n" not in message
+    assert all(SECRET not in blob for blob in copied(out))

@@ -68,7 +68,7 @@ def write_run_report(
     write_assets(out)
     (out / "tasks").mkdir(exist_ok=True)
     rows: list[TaskRow] = []
-    with MediaCopier(out, roots=run_roots(run.path, *media_roots)) as copier:
+    with MediaCopier(out, roots=run_roots(run.path, media_roots=media_roots)) as copier:
         for result in results:
             rows.append(_task_page(run, result, copier, out, title))
     summary = summarize(results)
@@ -161,7 +161,7 @@ def write_trajectory_page(path: Path, out: Path, *, media_roots: Sequence[Path] 
     # Media are copied only from beneath the trajectory's run folder (an eval run's, for a
     # file in its trajectories/ folder).
     folder = path.parent.parent if path.parent.name == "trajectories" else path.parent
-    with MediaCopier(out, roots=run_roots(folder, *media_roots)) as copier:
+    with MediaCopier(out, roots=run_roots(folder, media_roots=media_roots)) as copier:
         render = Renderer(copier, search=(path.with_suffix(".media"),))
         body = f"<h1>{esc(title)}</h1>{trajectory_body(trajectory, render)}"
     target = out / f"{path.stem}.html"

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import mimetypes
 import os
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from PIL import UnidentifiedImageError
 from omnilab import _wsread
 from omnilab._atomic import write_atomic
 from omnilab._datapath import DataPath, DataPathError
+from omnilab._ownfolders import own_links_resolved
 from omnilab.config import get_settings
 from omnilab.content import Audio, Document, Image, Video
 
@@ -42,12 +44,17 @@ MAX_COPY_BYTES = 25 * 1024 * 1024
 """Audio and video larger than this are not copied (the page names them instead)."""
 
 
-def run_roots(*folders: Path) -> tuple[Path, ...]:
-    """The folders a run's report may copy media from: the run's own ``folders`` and this
-    user's media cache (frames and clips the tools made; a cache of another user's or behind a
-    link is refused where it is made). The dataset's media are shown through the copies saved
-    with the run (the workspace's ``inputs/``), never from where a trajectory says they lie."""
-    return (*folders, get_settings().cache_dir / "media")
+def run_roots(*folders: Path, media_roots: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """The folders a run's report may copy media from: the run's own ``folders``, this user's
+    media cache (frames and clips the tools made; a cache of another user's or behind a link
+    is refused where it is made) and the operator's ``media_roots`` (``--media-root``), each
+    refused with one line (:class:`~omnilab._ownfolders.UnsafeFolderError`) when a link another
+    user owns lies on its path (they could point it at root's own files). The dataset's media
+    are otherwise shown through the copies saved with the run (the workspace's ``inputs/``),
+    never from where a trajectory says they lie."""
+    for root in media_roots:
+        own_links_resolved(root, what="--media-root")
+    return (*folders, *media_roots, get_settings().cache_dir / "media")
 
 
 @dataclass(frozen=True)
