@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -290,3 +291,44 @@ def runs_in_group_folder(ctx: Ctx) -> Verdict:
     except UnsafeFolderError as exc:
         return True, f"refused: {str(exc)[-80:]}"
     return False, f"run folder made at {folder}, which the group's members can swap"
+
+
+def _alices_media_link(root: Path) -> tuple[Path, Path]:
+    """Root's secret, and alice's link ``tmp/media`` to its folder in a sticky ``/tmp``-like
+    folder (hers to repoint at any time). Needs root (``lchown`` to another uid)."""
+    secret = _secret(root)
+    shared = root / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "media"
+    link.symlink_to(secret.parent)
+    os.lchown(link, 65534, 65534)
+    return secret, link
+
+
+@attack("eval's media root is a link another user planted in /tmp", ALL)
+def eval_linked_media_root(ctx: Ctx) -> Verdict:
+    """Issue 42's leftover: a media root (``eval --media-root``, ``bench.media_roots``, the
+    ``--data`` folder) was opened following links, so alice's ``/tmp/media -> /root`` chose
+    the folder the dataset's ``shadow`` was read from and handed to the agent."""
+    if os.geteuid() != 0:
+        return True, "n/a (another user's link needs a root harness)"
+    from omnilab import _wsread
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.bench import load_dataset
+
+    root = _scratch(ctx)
+    _, link = _alices_media_link(root)
+    data = _dataset(root / "ds", ["shadow"])
+    read = []
+    for media_root, path in ((link, data), (None, link / "tasks.jsonl")):
+        if media_root is None:
+            _dataset(link, ["shadow"])  # alice's dataset beside her link's target
+        try:
+            loaded = load_dataset("jsonl", path, media_root=media_root)
+        except UnsafeFolderError:
+            continue
+        (task,) = loaded.tasks
+        if _wsread.read_bytes(task.files[0].source) == SECRET:
+            read.append(str(task.files[0].path))
+    return not read, f"read {read}" if read else "refused: a link owned by uid 65534"

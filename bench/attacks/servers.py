@@ -197,3 +197,30 @@ def serve_linked_runs_dir(ctx: Ctx) -> Verdict:
     except UnsafeFolderError as exc:
         return True, f"refused: {str(exc)[-90:]}"
     return False, f"{private} (root's, 0700) became the server's runs folder through the link"
+
+
+@attack("serve --media-root is a link another user planted in /tmp", ALL)
+def serve_linked_media_root(ctx: Ctx) -> Verdict:
+    """Issue 42's leftover: serve resolved ``--media-root`` before anything was checked, so
+    alice's link ``media`` in ``/tmp`` (sticky: hers to repoint) chose the folder whose files
+    the server's clients may name (``paths=id_ed25519``)."""
+    if os.geteuid() != 0:
+        return True, "n/a (another user's link needs a root harness)"
+    from omnilab._ownfolders import UnsafeFolderError
+    from omnilab.server.http import create_app
+
+    scratch = ctx.root / f"serve-media-{uuid.uuid4().hex[:8]}"
+    private = scratch / "private"
+    private.mkdir(parents=True, mode=0o700)
+    (private / "id_ed25519").write_bytes(b"root's key\n")
+    shared = scratch / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "media"
+    link.symlink_to(private)
+    os.lchown(link, 65534, 65534)
+    try:
+        create_app(runs_dir=scratch / "runs", token="t" * 32, media_root=link)
+    except UnsafeFolderError as exc:
+        return True, f"refused: {str(exc)[-90:]}"
+    return False, f"{private} (root's, 0700) became the media root clients may read"
