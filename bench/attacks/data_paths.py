@@ -309,7 +309,7 @@ def _alices_media_link(root: Path) -> tuple[Path, Path]:
 @attack("eval's media root is a link another user planted in /tmp", ALL)
 def eval_linked_media_root(ctx: Ctx) -> Verdict:
     """Issue 42's leftover: a media root (``eval --media-root``, ``bench.media_roots``, the
-    ``--data`` folder) was opened following links, so alice's ``/tmp/media -> /root`` chose
+    ``--data`` folder) was opened following links, so alice's ``media -> /root`` in ``/tmp`` chose
     the folder the dataset's ``shadow`` was read from and handed to the agent."""
     if os.geteuid() != 0:
         return True, "n/a (another user's link needs a root harness)"

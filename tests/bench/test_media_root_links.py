@@ -1,7 +1,7 @@
 """Issue 42's follow-up: a media root given as a link another user controls. Before, a dataset's
 media root (``--media-root``, ``bench.media_roots``, the data file's folder) was taken as
 written and its folder opened following links, so a link another user planted at that name
-(``/tmp/media -> /root``, in a sticky ``/tmp`` they own their link) chose which folder root read
+(``media -> /root`` in a sticky ``/tmp``, where they own their link) chose which folder root read
 the dataset's files from: ``load_dataset`` handed root's secret to the agent. Now a link another
 user owns anywhere on the path is refused with one line, before anything is read, and the root
 is resolved once; another user's real folder (a shared dataset) still works."""

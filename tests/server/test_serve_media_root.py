@@ -1,5 +1,5 @@
 """Issue 42's leftover: ``omnilab serve --media-root`` was resolved before anything was checked,
-so a link another user planted at the name (``/tmp/media -> /root``) chose which folder root
+so a link another user planted at the name (``media -> /root`` in ``/tmp``) chose which folder root
 let the server's clients read (``paths=.ssh/id_rsa``). A link another user owns anywhere on the
 path is now refused with one line when the server starts; the root is resolved once, so a
 later swap of the name changes nothing; another user's real folder (a shared dataset) works."""
