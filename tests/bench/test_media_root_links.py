@@ -129,6 +129,16 @@ def test_a_data_folder_through_another_users_link_is_refused(
     with pytest.raises(UnsafeFolderError) as refused:
         load_dataset("jsonl", link / "tasks.jsonl")
     assert "--data folder" in _refusal(refused.value)
+    # eval resolves --data before loading it: the link is refused there, with one line.
+    result = CliRunner().invoke(
+        app,
+        [
+            *("eval", "jsonl", "--data", str(link / "tasks.jsonl"), "--model", "scripted:x"),
+            *("--out", str(tmp_path / "run"), "--no-progress"),
+        ],
+    )
+    assert "--data" in _refusal(result.exception or AssertionError(result.output))
+    assert not (tmp_path / "run").exists()
 
 
 @root_only

@@ -89,7 +89,8 @@ def get_dataset(name: str) -> DatasetAdapter:
 
 def prepare_data(name: str, path: str | Path | None) -> Path:
     """The data file of dataset ``name`` at ``path``, made first when the adapter generates its
-    data (an adapter with ``prepare(path | None) -> Path``, e.g. ``offline-suite``)."""
+    data (an adapter with ``prepare(path | None) -> Path``, e.g. ``offline-suite``), resolved;
+    a link another user owns on its path raises :class:`~omnilab._ownfolders.UnsafeFolderError`."""
     adapter = get_dataset(name)
     prepare = getattr(adapter, "prepare", None)
     if prepare is not None:
@@ -97,7 +98,8 @@ def prepare_data(name: str, path: str | Path | None) -> Path:
         return made.resolve()
     if path is None:
         raise BenchError(f"dataset {name} needs its file: omnilab eval {name} --data PATH")
-    return Path(path).expanduser().resolve()
+    # Another user's link on the way would choose the file and its folder (the media root).
+    return own_links_resolved(path, what="--data")
 
 
 def data_source(name: str, data: str | Path | None) -> str | Path:
