@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,12 @@ def _ids(text: str) -> list[int]:
     return [ord(c) for c in text]
 
 
-async def _serve(seen: list[dict[str, Any]]) -> tuple[web.AppRunner, str]:
+def _completions(
+    seen: list[dict[str, Any]],
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The fake server's answers: the tool call (ids as ``token_ids``), then the reply (ids as
+    ``token_id:N`` strings in ``logprobs.tokens``)."""
+
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
         seen.append(body)
@@ -52,15 +57,7 @@ async def _serve(seen: list[dict[str, Any]]) -> tuple[web.AppRunner, str]:
             logprobs["tokens"] = [f"token_id:{t}" for t in ids]
         return web.json_response({"id": "c", "model": "m", "choices": [choice]})
 
-    app = web.Application()
-    app.router.add_post("/v1/completions", completions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}/v1"
+    return completions
 
 
 def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
@@ -68,8 +65,7 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
     events: list[ModelCallEvent] = []
 
     async def run() -> list[ModelOutput]:
-        runner, url = await _serve(seen)
-        try:
+        async with completions_server(_completions(seen)) as url:
             model = token_exact(
                 get_model(f"vllm:policy@{url}", cache=False, sink=events.append),
                 tokenizer=ChatML(),
@@ -79,8 +75,6 @@ def test_a_tool_conversation_is_one_sequence_of_token_ids() -> None:
             msgs += [first.message, Message.tool(first.tool_calls[0].id, "2")]
             second = await model.generate(msgs, tools=[ADD])
             return [first, second]
-        finally:
-            await runner.cleanup()
 
     first, second = asyncio.run(run())
     assert [c.name for c in first.tool_calls] == ["add"] and first.tool_calls[0].arguments == {
@@ -156,25 +150,12 @@ def test_llama_cpp_servers_ids_come_from_logprobs_content() -> None:
         return web.json_response({"id": "c", "model": "m", "choices": [choice]})
 
     async def run() -> ModelOutput:
-        app = web.Application()
-        app.router.add_post("/v1/completions", completions)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        try:
+        async with completions_server(completions) as url:
             model = token_exact(
-                get_model(
-                    f"llamacpp-server:policy@http://127.0.0.1:{port}/v1",
-                    cache=False,
-                    sink=events.append,
-                ),
+                get_model(f"llamacpp-server:policy@{url}", cache=False, sink=events.append),
                 tokenizer=ChatML(),
             )
             return await model.generate([Message.user("1+1?")])
-        finally:
-            await runner.cleanup()
 
     out = asyncio.run(run())
     assert out.text == "It is 2."
