@@ -44,6 +44,23 @@ def _roots_private(tmp_path: Path) -> Path:
     return private
 
 
+def serve_stops_with_one_line(tmp_path: Path, *args: str) -> None:
+    """``omnilab serve ARGS`` in a real process exits 1 with one ``error:`` line naming a link
+    owned by another user, before any token is made or shown."""
+    done = subprocess.run(
+        [sys.executable, "-m", "omnilab", "serve", "--port", str(_free_port()), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,  # a server that started would run until killed here: that fails the test
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "link owned by" in lines[0]
+    assert "token" not in done.stderr  # stopped before a token was made or shown
+
+
 @root_only
 def test_a_runs_dir_that_is_another_users_link_is_refused(tmp_path: Path) -> None:
     private = _roots_private(tmp_path)
@@ -95,25 +112,5 @@ def test_serve_with_another_users_linked_runs_dir_stops_with_one_line(tmp_path: 
     link = _shared_tmp(tmp_path) / "runs"
     link.symlink_to(private)
     os.lchown(link, NOBODY, NOBODY)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "omnilab",
-            "serve",
-            "--port",
-            str(_free_port()),
-            "--runs-dir",
-            str(link),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,  # a server that started would run until killed here: that fails the test
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
-        cwd=tmp_path,
-    )
-    assert done.returncode == 1, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "link owned by" in lines[0]
-    assert "token" not in done.stderr  # stopped before a token was made or shown
+    serve_stops_with_one_line(tmp_path, "--runs-dir", str(link))
     assert sorted(p.name for p in private.iterdir()) == ["key"]
