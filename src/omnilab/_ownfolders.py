@@ -143,7 +143,7 @@ def own_links_resolved(path: str | Path, *, what: str) -> Path:
         step = current / part
         try:
             st = os.lstat(step)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # missing, not a folder, or not ours to look into (as realpath does)
             return step.joinpath(*reversed(pending))  # the rest is made (or reported) later
         if not stat.S_ISLNK(st.st_mode):
             current = step
